@@ -1,0 +1,3 @@
+from fusesim.cli import main
+
+raise SystemExit(main())

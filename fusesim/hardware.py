@@ -1,0 +1,168 @@
+"""The `Hardware` spec: one validated description of a GPU, loaded from hw_configs/*.yaml.
+
+Every number carries its unit in its key and has a `provenance` entry (datasheet, paper,
+measured on a named GPU with the command, or inferred). DSM bandwidth/latency and cluster barrier
+cost are tables by cluster size; SM placement is the list of SMs per GPC, from which the number of
+co-resident clusters follows (a cluster must fit inside one GPC).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError, model_validator
+
+from fusesim.errors import InputError, pydantic_error
+from fusesim.yamlio import read_mapping, set_dotted
+
+InstructionFamily = Literal["wgmma", "mma_sync"]
+DType = Literal["bf16", "fp16"]
+
+# Keys that need no provenance entry (not numbers).
+_NO_PROVENANCE = {"name", "description", "provenance"}
+
+
+class TensorRates(BaseModel):
+    """Dense tensor-core throughput of one instruction family, TFLOP/s per dtype (peak sustained)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    bf16: PositiveFloat
+    fp16: PositiveFloat
+
+
+class Hardware(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    sm_count: PositiveInt
+    clock_mhz: PositiveFloat
+    gpc_sm_counts: list[PositiveInt] = Field(min_length=1)
+    max_cluster_size: PositiveInt
+    portable_cluster_size: PositiveInt
+    smem_per_sm_bytes: PositiveInt
+    smem_per_block_bytes: PositiveInt
+    smem_bandwidth_gbps_per_sm: PositiveFloat
+    registers_per_sm: PositiveInt
+    max_registers_per_thread: PositiveInt
+    max_threads_per_sm: PositiveInt
+    max_threads_per_block: PositiveInt
+    max_blocks_per_sm: PositiveInt
+    tensor_tflops: dict[InstructionFamily, TensorRates] = Field(min_length=1)
+    dsm_push_bandwidth_gbps_per_sm: dict[int, PositiveFloat] = Field(default_factory=dict)
+    dsm_pull_bandwidth_gbps_per_sm: dict[int, PositiveFloat] = Field(default_factory=dict)
+    dsm_latency_ns: dict[int, PositiveFloat] = Field(default_factory=dict)
+    cluster_barrier_ns: dict[int, PositiveFloat] = Field(default_factory=dict)
+    l2_bytes: PositiveInt
+    l2_bandwidth_gbps: PositiveFloat
+    l2_latency_ns: PositiveFloat
+    hbm_bytes: PositiveInt
+    hbm_bandwidth_gbps: PositiveFloat
+    hbm_latency_ns: PositiveFloat
+    launch_overhead_us: PositiveFloat
+    kernel_gap_us: float = Field(ge=0)
+    provenance: dict[str, str]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Hardware:
+        if sum(self.gpc_sm_counts) != self.sm_count:
+            raise ValueError(
+                f"gpc_sm_counts: SMs per GPC sum to {sum(self.gpc_sm_counts)}, not sm_count {self.sm_count}"
+            )
+        if self.max_cluster_size & (self.max_cluster_size - 1):
+            raise ValueError(f"max_cluster_size: {self.max_cluster_size} is not a power of two")
+        if self.max_cluster_size > max(self.gpc_sm_counts):
+            raise ValueError(
+                f"max_cluster_size: {self.max_cluster_size} blocks cannot fit in the largest GPC "
+                f"({max(self.gpc_sm_counts)} SMs)"
+            )
+        if self.portable_cluster_size > self.max_cluster_size:
+            raise ValueError("portable_cluster_size: larger than max_cluster_size")
+        if self.smem_per_block_bytes > self.smem_per_sm_bytes:
+            raise ValueError("smem_per_block_bytes: larger than smem_per_sm_bytes")
+        if self.max_threads_per_block > self.max_threads_per_sm:
+            raise ValueError("max_threads_per_block: larger than max_threads_per_sm")
+        sizes = [2**i for i in range(1, self.max_cluster_size.bit_length()) if 2**i <= self.max_cluster_size]
+        for table in ("dsm_push_bandwidth_gbps_per_sm", "dsm_pull_bandwidth_gbps_per_sm",
+                      "dsm_latency_ns", "cluster_barrier_ns"):
+            keys = sorted(getattr(self, table))
+            if keys != sizes:
+                raise ValueError(
+                    f"{table}: has cluster sizes {keys} but max_cluster_size {self.max_cluster_size} "
+                    f"needs exactly {sizes}"
+                )
+        missing = [k for k in type(self).model_fields if k not in _NO_PROVENANCE and k not in self.provenance]
+        if missing:
+            raise ValueError(f"provenance: no entry for {', '.join(missing)}")
+        unknown = [k for k in self.provenance if k not in type(self).model_fields]
+        if unknown:
+            raise ValueError(f"provenance: entry for unknown key {unknown[0]}")
+        return self
+
+    # ---- derived quantities -------------------------------------------------------------
+    @property
+    def cycle_ns(self) -> float:
+        return 1e3 / self.clock_mhz
+
+    @property
+    def cluster_sizes(self) -> list[int]:
+        return [1] + sorted(self.dsm_push_bandwidth_gbps_per_sm)
+
+    def tensor_flops_per_ns(self, family: str, dtype: str = "bf16") -> float:
+        """Whole-GPU dense tensor rate in FLOP per ns for an instruction family."""
+        rates = self.tensor_tflops.get(family)  # type: ignore[call-overload]
+        if rates is None:
+            raise KeyError(f"{self.name} has no {family} instructions")
+        return getattr(rates, dtype) * 1e3
+
+    def best_instruction(self) -> str:
+        return max(self.tensor_tflops, key=lambda f: self.tensor_tflops[f].bf16)
+
+    def dsm_bandwidth_gbps(self, cluster_size: int, push: bool = True) -> float:
+        table = self.dsm_push_bandwidth_gbps_per_sm if push else self.dsm_pull_bandwidth_gbps_per_sm
+        return table[cluster_size]
+
+    def blocks_per_sm(self, smem_bytes: int, threads: int, regs_per_thread: int = 128) -> int:
+        """Occupancy: blocks of one kernel that fit on one SM (0 if one block does not fit)."""
+        if smem_bytes > self.smem_per_block_bytes or threads > self.max_threads_per_block:
+            return 0
+        by_smem = self.smem_per_sm_bytes // max(smem_bytes + 1024, 1)  # 1 KB reserved per block
+        by_threads = self.max_threads_per_sm // threads
+        by_regs = self.registers_per_sm // max(threads * regs_per_thread, 1)
+        return max(0, min(by_smem, by_threads, by_regs, self.max_blocks_per_sm))
+
+    def gpc_cluster_slots(self, cluster_size: int, blocks_per_sm: int = 1) -> list[int]:
+        """Clusters that fit at once in each GPC: its blocks on distinct SMs of that GPC."""
+        if cluster_size > self.max_cluster_size:
+            return [0] * len(self.gpc_sm_counts)
+        return [(g // cluster_size) * blocks_per_sm for g in self.gpc_sm_counts]
+
+    def max_active_clusters(self, cluster_size: int, blocks_per_sm: int = 1) -> int:
+        return sum(self.gpc_cluster_slots(cluster_size, blocks_per_sm))
+
+    @cached_property
+    def fingerprint(self) -> str:
+        import hashlib
+        import json
+
+        return hashlib.sha256(json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:12]
+
+
+def load_hardware(path: str | Path, overrides: dict[str, Any] | None = None) -> Hardware:
+    """Load and validate a hardware YAML; `overrides` maps dotted YAML paths to new values (sweeps)."""
+    raw = read_mapping(path)
+    for key, value in (overrides or {}).items():
+        try:
+            raw = set_dotted(raw, key, value)
+        except InputError as exc:
+            raise InputError(str(path), key, exc.message) from None
+    return hardware_from_dict(raw, str(path))
+
+
+def hardware_from_dict(raw: dict[str, Any], file: str = "<hardware>") -> Hardware:
+    try:
+        return Hardware.model_validate(raw)
+    except ValidationError as exc:
+        raise pydantic_error(file, exc) from None
