@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fusesim", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_help_lists_commands() -> None:
+    r = cli("--help")
+    assert r.returncode == 0
+    for name in ("list", "show"):
+        assert name in r.stdout
+
+
+def test_list_json() -> None:
+    r = cli("list", "--format", "json")
+    assert r.returncode == 0
+    d = json.loads(r.stdout)
+    assert {h["name"] for h in d["hardware"]} >= {"h100_sxm", "h200", "h100_pcie", "a100_sxm"}
+    assert any(w["name"] == "paper-gemm-chains" for w in d["workloads"])
+
+
+def test_show_workload_table_has_every_case() -> None:
+    r = cli("show", "workloads/paper_gemm_chains.yaml", "--hw", "hw_configs/h100_sxm.yaml")
+    assert r.returncode == 0, r.stderr
+    for i in range(1, 11):
+        assert f"G{i} " in r.stdout
+    assert "floor us" in r.stdout and "GFLOP" in r.stdout
+
+
+def test_show_workload_json_values() -> None:
+    r = cli("show", "workloads/paper_conv_chains.yaml", "--hw", "hw_configs/h200.yaml", "--format", "json")
+    d = json.loads(r.stdout)
+    c5 = next(c for c in d["cases"] if c["case"] == "C5")
+    assert (c5["m"], c5["n"], c5["k"], c5["l"]) == (3136, 64, 576, 256)
+    assert c5["floor_us"] > 0
+
+
+def test_show_hardware() -> None:
+    r = cli("show", "hw_configs/h200.yaml", "--format", "json")
+    assert r.returncode == 0
+    assert json.loads(r.stdout)["derived"]["max_active_clusters_1_block_per_sm"]["16"] == 7
+
+
+def _bad(tmp_path: Path, name: str, data: dict | str) -> subprocess.CompletedProcess:
+    p = tmp_path / name
+    p.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+    return cli("show", str(p))
+
+
+def test_bad_workload_one_line_exit_2(tmp_path: Path) -> None:
+    r = _bad(tmp_path, "w.yaml", {"cases": [{"id": "G1", "kind": "ffn", "m": -1, "n": 1, "k": 1, "l": 1}]})
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "w.yaml" in lines[0] and "case G1" in lines[0] and "field m" in lines[0]
+    assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+def test_yaml_syntax_error(tmp_path: Path) -> None:
+    r = _bad(tmp_path, "w.yaml", "cases: [ {id: G1, kind: ffn\n")
+    assert r.returncode == 2 and "YAML syntax error" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_bad_hardware_exit_2(tmp_path: Path) -> None:
+    d = yaml.safe_load((ROOT / "hw_configs" / "h100_sxm.yaml").read_text())
+    d["max_cluster_size"] = 8
+    r = _bad(tmp_path, "hw.yaml", d)
+    assert r.returncode == 2 and "field dsm_push_bandwidth_gbps_per_sm" in r.stderr
+
+
+def test_missing_file_exit_2() -> None:
+    r = cli("show", "nope.yaml")
+    assert r.returncode == 2 and "nope.yaml" in r.stderr
+
+
+def test_unknown_subcommand_exit_2() -> None:
+    r = cli("frobnicate")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1

@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fusesim.errors import InputError
+from fusesim.hardware import hardware_from_dict, load_hardware
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = sorted((ROOT / "hw_configs").glob("*.yaml"))
+FIXED_KEYS = ["name", "sm_count", "clock_mhz", "max_cluster_size", "smem_per_sm_bytes", "smem_per_block_bytes",
+              "l2_bytes", "l2_bandwidth_gbps", "hbm_bandwidth_gbps", "launch_overhead_us"]
+
+
+def raw(name: str = "h100_sxm") -> dict:
+    return yaml.safe_load((ROOT / "hw_configs" / f"{name}.yaml").read_text())
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_shipped_configs_validate_and_have_fixed_keys(path: Path) -> None:
+    hw = load_hardware(path)
+    data = yaml.safe_load(path.read_text())
+    for key in FIXED_KEYS:
+        assert key in data, key
+    for key in data:
+        if key not in ("name", "description", "provenance"):
+            assert key in hw.provenance and hw.provenance[key].strip(), key
+
+
+def test_required_configs_shipped() -> None:
+    names = {p.stem for p in SHIPPED}
+    assert {"h100_sxm", "h200", "h100_pcie", "a100_sxm"} <= names
+
+
+def test_a100_has_no_clusters() -> None:
+    hw = load_hardware(ROOT / "hw_configs" / "a100_sxm.yaml")
+    assert hw.max_cluster_size == 1 and hw.cluster_sizes == [1]
+    assert hw.max_active_clusters(2) == 0
+
+
+def test_cluster_residency_matches_h200_measurement() -> None:
+    # hopper.md: cudaOccupancyMaxActiveClusters, 1 block/SM: 132, 66, 30, 15, 7
+    hw = load_hardware(ROOT / "hw_configs" / "h200.yaml")
+    assert [hw.max_active_clusters(cs) for cs in (1, 2, 4, 8, 16)] == [132, 66, 30, 15, 7]
+
+
+def test_overrides_by_dotted_path() -> None:
+    hw = load_hardware(ROOT / "hw_configs" / "h100_sxm.yaml",
+                       {"dsm_push_bandwidth_gbps_per_sm.16": 66.0, "hbm_bandwidth_gbps": 5000})
+    assert hw.dsm_push_bandwidth_gbps_per_sm[16] == 66.0
+    assert hw.hbm_bandwidth_gbps == 5000
+
+
+def _err(d: dict) -> InputError:
+    with pytest.raises(InputError) as ei:
+        hardware_from_dict(d, "hw.yaml")
+    return ei.value
+
+
+def test_wrong_type_names_field() -> None:
+    d = raw()
+    d["sm_count"] = "many"
+    e = _err(d)
+    assert e.field == "sm_count" and e.file == "hw.yaml"
+
+
+def test_zero_bandwidth_rejected() -> None:
+    d = raw()
+    d["hbm_bandwidth_gbps"] = 0
+    assert _err(d).field == "hbm_bandwidth_gbps"
+
+
+def test_negative_dsm_entry_names_table_and_size() -> None:
+    d = raw()
+    d["dsm_latency_ns"][4] = -1
+    assert _err(d).field == "dsm_latency_ns.4"
+
+
+def test_unknown_key() -> None:
+    d = raw()
+    d["warp_speed"] = 9
+    e = _err(d)
+    assert e.field == "warp_speed" and "unknown key" in e.message
+
+
+def test_missing_field() -> None:
+    d = raw()
+    del d["l2_bytes"]
+    e = _err(d)
+    assert e.field == "l2_bytes" and "missing" in e.message
+
+
+def test_dsm_table_inconsistent_with_max_cluster_size() -> None:
+    d = raw()
+    d["max_cluster_size"] = 8
+    e = _err(d)
+    assert e.field == "dsm_push_bandwidth_gbps_per_sm" and "max_cluster_size" in e.message
+
+
+def test_cluster_larger_than_gpc() -> None:
+    d = raw()
+    d["max_cluster_size"] = 32
+    for t in ("dsm_push_bandwidth_gbps_per_sm", "dsm_pull_bandwidth_gbps_per_sm", "dsm_latency_ns",
+              "cluster_barrier_ns"):
+        d[t][32] = d[t][16]
+    assert _err(d).field == "max_cluster_size"
+
+
+def test_gpc_layout_must_sum_to_sm_count() -> None:
+    d = raw()
+    d["gpc_sm_counts"] = [16] * 8
+    assert _err(d).field == "gpc_sm_counts"
+
+
+def test_missing_provenance_entry() -> None:
+    d = raw()
+    del d["provenance"]["l2_latency_ns"]
+    e = _err(d)
+    assert e.field == "provenance" and "l2_latency_ns" in e.message
