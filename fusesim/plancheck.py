@@ -1,0 +1,157 @@
+"""Checks that a Plan can run on a Hardware: capacities, cluster limits and tile divisibility.
+
+Plans normally come from the planner, which only emits plans that pass; this check exists for
+plans that come from files (hand-edited, or produced for another GPU), so that a bad one is
+rejected with one line naming the field instead of crashing the simulator or the generator.
+M may be predicated (the last M tile partly empty); N, K and L must divide exactly.
+"""
+
+from __future__ import annotations
+
+from fusesim.errors import InputError
+from fusesim.hardware import Hardware
+from fusesim.plan import LEVELS, STRATEGIES, TENSORS, Plan
+
+
+def plan_problems(plan: Plan, hw: Hardware) -> list[tuple[str, str]]:
+    """Every (field, message) the plan violates on this hardware; empty when it is valid."""
+    out: list[tuple[str, str]] = []
+    ch, cl, t = plan.chain, plan.cluster, plan.tiles
+
+    def bad(field: str, msg: str) -> None:
+        out.append((field, msg))
+
+    if plan.strategy not in STRATEGIES:
+        bad("strategy", f"unknown strategy {plan.strategy!r}")
+    if plan.instruction not in hw.tensor_tflops:
+        bad("instruction", f"{hw.name} has no {plan.instruction} instructions")
+    if plan.gated_mode not in ("none", "sequential", "mul_exchange"):
+        bad("gated_mode", f"unknown gated_mode {plan.gated_mode!r}")
+    elif (plan.gated_mode != "none") != ch.gated:
+        bad("gated_mode", f"{plan.gated_mode!r} does not match a {'gated' if ch.gated else 'plain'} chain")
+    for name in TENSORS:
+        if getattr(plan.placement, name) not in LEVELS:
+            bad(f"placement.{name}", f"unknown level {getattr(plan.placement, name)!r}")
+    if min(cl.m, cl.n, cl.k, cl.l) < 1 or not cl.is_consistent():
+        bad("cluster", f"cluster ({cl.m},{cl.n},{cl.k},{cl.l}) needs cls_k | cls_l | cls_n*cls_k")
+    if cl.size > hw.max_cluster_size:
+        bad("cluster", f"{cl.size} blocks per cluster exceeds {hw.name}'s max_cluster_size {hw.max_cluster_size}")
+    if plan.strategy in ("unfused", "smem") and cl.size != 1:
+        bad("cluster", f"strategy {plan.strategy} runs without clusters (size 1), got {cl.size}")
+    if plan.strategy == "dsm" and cl.size < 2:
+        bad("cluster", "strategy dsm needs a cluster of at least 2 blocks")
+    if plan.gated_mode == "mul_exchange" and cl.k != 2:
+        bad("cluster.k", "gated mul_exchange runs the two branches on cls_k = 2 blocks")
+    if plan.stages < 1:
+        bad("stages", "at least one pipeline stage")
+    if not plan.kernels:
+        bad("kernels", "a plan launches at least one kernel")
+
+    for i, k in enumerate(plan.kernels):
+        f = f"kernels[{i}]"
+        if k.smem_bytes > hw.smem_per_block_bytes:
+            bad(f"{f}.smem_bytes", f"{k.smem_bytes} B exceeds {hw.smem_per_block_bytes} B of SMEM per block")
+        if k.threads < 32 or k.threads % 32 or k.threads > hw.max_threads_per_block:
+            bad(f"{f}.threads", f"{k.threads} threads: need a multiple of 32 up to {hw.max_threads_per_block}")
+        if k.regs_per_thread > hw.max_registers_per_thread or k.threads * k.regs_per_thread > hw.registers_per_sm:
+            bad(f"{f}.regs_per_thread", f"{k.regs_per_thread} registers x {k.threads} threads do not fit an SM")
+        if k.cluster_size > hw.max_cluster_size or hw.max_active_clusters(k.cluster_size) < 1:
+            bad(f"{f}.cluster_size", f"clusters of {k.cluster_size} do not fit {hw.name} (max {hw.max_cluster_size})")
+        if k.grid_blocks < 1 or k.grid_blocks % max(k.cluster_size, 1):
+            bad(f"{f}.grid_blocks", f"{k.grid_blocks} blocks is not a positive multiple of the cluster size")
+        if min(k.tiles.block_m, k.tiles.block_n, k.tiles.block_k) < 16:
+            bad(f"{f}.tiles", "tiles are at least one 16x16x16 MMA")
+        if k.op == "gemm0":
+            _divides(bad, f"{f}.tiles.block_n", ch.n, k.tiles.block_n, "N")
+            _divides(bad, f"{f}.tiles.block_k", ch.k, k.tiles.block_k, "K")
+        elif k.op == "gemm1":
+            _divides(bad, f"{f}.tiles.block_n", ch.l, k.tiles.block_n, "L")
+            _divides(bad, f"{f}.tiles.block_k", ch.n, k.tiles.block_k, "N")
+
+    if plan.strategy in ("smem", "dsm"):
+        if t.block_m < 16 or t.block_n < 16 or t.block_k < 16 or t.block_l < 16:
+            bad("tiles", "fused tiles are at least one 16x16x16 MMA in every dim")
+            return out
+        per_cluster_n = cl.n * t.block_n * plan.n_passes * plan.n_split
+        if per_cluster_n != ch.n:
+            bad("tiles.block_n", f"n_split {plan.n_split} x n_passes {plan.n_passes} x cls_n {cl.n} x block_n "
+                f"{t.block_n} = {per_cluster_n} does not cover N = {ch.n}")
+        k_slice = ch.k if plan.gated_mode == "mul_exchange" else ch.k // cl.k
+        if plan.gated_mode != "mul_exchange" and ch.k % cl.k:
+            bad("cluster.k", f"K = {ch.k} does not split over cls_k = {cl.k}")
+        _divides(bad, "tiles.block_k", k_slice, t.block_k, "the K slice")
+        if t.block_l * cl.l != ch.l:
+            bad("tiles.block_l", f"block_l {t.block_l} x cls_l {cl.l} != L = {ch.l}")
+        rows = plan.grid_m * cl.m * t.block_m
+        if rows < ch.m or rows - cl.m * t.block_m >= ch.m:
+            bad("grid_m", f"{plan.grid_m} clusters x {cl.m} x {t.block_m} rows do not tile M = {ch.m}")
+        fused = [k for k in plan.kernels if k.op == "fused"]
+        if not fused:
+            bad("kernels", "a fused plan has a kernel with op 'fused'")
+        elif fused[0].grid_blocks != plan.grid_m * plan.n_split * cl.size:
+            bad("kernels[0].grid_blocks", f"{fused[0].grid_blocks} != grid_m x n_split x cluster size "
+                f"= {plan.grid_m * plan.n_split * cl.size}")
+    return out
+
+
+def _divides(bad, field: str, total: int, tile: int, what: str) -> None:
+    if tile <= 0 or total % tile:
+        bad(field, f"tile {tile} does not divide {what} = {total}")
+
+
+def check_plan(plan: Plan, hw: Hardware, file: str | None = None) -> None:
+    """Raise InputError naming the first violated field."""
+    problems = plan_problems(plan, hw)
+    if problems:
+        field, msg = problems[0]
+        raise InputError(file or "<plan>", field, msg, case=plan.case_id)
+
+
+def load_plan(path: str, hw: Hardware) -> Plan:
+    """Read a plan file (JSON or YAML, as written by `fusesim plan --format json` or Plan.to_json)."""
+    from fusesim.yamlio import read_mapping
+
+    raw = read_mapping(path)
+    if "plan" in raw and isinstance(raw["plan"], dict):
+        raw = raw["plan"]
+    try:
+        plan = Plan.from_dict(raw)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(path, None, f"not a plan: {type(exc).__name__}: {exc}") from None
+    wrong = _type_problem(plan, "")
+    if wrong:
+        raise InputError(path, wrong[0], wrong[1], case=str(plan.case_id))
+    for name in ("m", "n", "k", "l"):
+        if getattr(plan.chain, name) <= 0:
+            raise InputError(path, f"chain.{name}", "must be a positive integer", case=plan.case_id)
+    check_plan(plan, hw, path)
+    return plan
+
+
+def _type_problem(obj: object, prefix: str) -> tuple[str, str] | None:
+    """First field whose value has the wrong type (a hand-edited file can hold anything)."""
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(type(obj))
+    for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+        v = getattr(obj, f.name)
+        name = f"{prefix}{f.name}"
+        want = hints[f.name]
+        if dataclasses.is_dataclass(v):
+            sub = _type_problem(v, f"{name}.")
+            if sub:
+                return sub
+        elif isinstance(v, tuple):
+            for i, item in enumerate(v):
+                if dataclasses.is_dataclass(item):
+                    sub = _type_problem(item, f"{name}[{i}].")
+                    if sub:
+                        return sub
+        elif want is int and (not isinstance(v, int) or isinstance(v, bool)):
+            return name, f"must be an integer (got {v!r})"
+        elif want is str and not isinstance(v, str):
+            return name, f"must be a string (got {v!r})"
+        elif want is bool and not isinstance(v, bool):
+            return name, f"must be true or false (got {v!r})"
+    return None

@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fusesim.errors import InputError
+from fusesim.hardware import load_hardware
+from fusesim.plan import ClusterShape, DsmStep, Kernel, Placement, Plan, Schedule, Tiles
+from fusesim.plancheck import check_plan, load_plan, plan_problems
+from fusesim.workload import Chain
+
+ROOT = Path(__file__).resolve().parents[1]
+H100 = load_hardware(ROOT / "hw_configs" / "h100_sxm.yaml")
+A100 = load_hardware(ROOT / "hw_configs" / "a100_sxm.yaml")
+
+
+def dsm_plan(**kw) -> Plan:
+    chain = Chain("G4", "ffn", 128, 3072, 768, 768, "gelu", False)
+    tiles = Tiles(64, 128, 64, 192)
+    base = dict(
+        case_id="G4", chain=chain, strategy="dsm", schedule=Schedule("MNLK", "MN"),
+        cluster=ClusterShape(1, 4, 1, 4), tiles=tiles, grid_m=2, n_split=3, n_passes=2, stages=3,
+        threads=256, instruction="mma_sync", gated_mode="none", placement=Placement(C="dsm"),
+        dsm_comm=(DsmStep("dsm_shuffle", "ring", 4, 2, 3 * 64 * 128 * 2, "dsm"),),
+        kernels=(Kernel("fused", "fused", 24, 4, 256, 150_000, tiles, 3),),
+    )
+    base.update(kw)
+    return Plan(**base)
+
+
+def test_valid_plan_has_no_problems() -> None:
+    assert plan_problems(dsm_plan(), H100) == []
+
+
+@pytest.mark.parametrize("change,field", [
+    (dict(cluster=ClusterShape(1, 32, 1, 32)), "cluster"),
+    (dict(tiles=Tiles(64, 96, 64, 192)), "tiles.block_n"),
+    (dict(tiles=Tiles(64, 128, 64, 128)), "tiles.block_l"),
+    (dict(grid_m=1), "grid_m"),
+    (dict(strategy="smem"), "cluster"),
+    (dict(gated_mode="sequential"), "gated_mode"),
+    (dict(stages=0), "stages"),
+])
+def test_each_violation_is_named(change: dict, field: str) -> None:
+    fields = [f for f, _ in plan_problems(dsm_plan(**change), H100)]
+    assert field in fields
+
+
+def test_smem_overflow_named() -> None:
+    p = dsm_plan()
+    k = p.kernels[0]
+    p = p.with_(kernels=(Kernel(k.name, k.op, k.grid_blocks, k.cluster_size, k.threads, 300_000, k.tiles, 3),))
+    with pytest.raises(InputError) as ei:
+        check_plan(p, H100, "p.json")
+    assert ei.value.field == "kernels[0].smem_bytes" and ei.value.case == "G4"
+
+
+def test_no_clusters_on_a100() -> None:
+    fields = [f for f, _ in plan_problems(dsm_plan(), A100)]
+    assert "cluster" in fields and "instruction" not in fields
+
+
+def test_load_plan_type_errors(tmp_path: Path) -> None:
+    d = dsm_plan().to_dict()
+    d["tiles"]["block_n"] = "wide"
+    p = tmp_path / "plan.json"
+    p.write_text(json.dumps(d))
+    with pytest.raises(InputError) as ei:
+        load_plan(str(p), H100)
+    assert ei.value.field == "tiles.block_n"
+    p.write_text(json.dumps({"strategy": "dsm"}))
+    with pytest.raises(InputError, match="not a plan"):
+        load_plan(str(p), H100)
+    p.write_text(dsm_plan().to_json())
+    assert load_plan(str(p), H100) == dsm_plan()
