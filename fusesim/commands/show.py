@@ -1,4 +1,4 @@
-"""`fusesim show FILE`: the validated, normalized view of a workload or hardware description."""
+"""`fusesim show FILE`: the validated, normalized view of a workload, hardware or plan file."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from fusesim.yamlio import read_mapping
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("show", help="validate and show a workload or hardware YAML")
+    p = sub.add_parser("show", help="validate and show a workload, hardware or plan file")
     p.add_argument("file", help="workload or hardware YAML")
     p.add_argument("--hw", help="hardware YAML for the roofline floor of each case (default h100_sxm)")
     add_format(p)
@@ -28,6 +28,8 @@ def run(args: argparse.Namespace) -> int:
     if not path.exists():
         path = resolve(args.file, "hw_configs")
     raw = read_mapping(path)
+    if "chain" in raw or "plan" in raw:
+        return _show_plan(str(path), args)
     if _is_hardware(raw):
         return _show_hw(hardware_from_dict(raw, str(path)), args)
     if "cases" not in raw:
@@ -51,6 +53,24 @@ def run(args: argparse.Namespace) -> int:
                 [[r["case"], r["kind"], r["m"], r["n"], r["k"], r["l"], r["activation"] + ("*gate" if r["gated"] else ""),
                   r["gflop"], r["min_mb"], r["intermediate_mb"], r["floor_us"], r["bound"]] for r in rows],
                 title=f"{wl.name} ({path}) on {hw.name}: floor = max(FLOPs / tensor peak, min bytes / HBM)"))
+    return 0
+
+
+def _show_plan(path: str, args: argparse.Namespace) -> int:
+    from fusesim.plancheck import load_plan
+
+    hw = hardware_arg(args.hw or "h100_sxm")
+    plan = load_plan(path, hw)
+    if args.format == "json":
+        print_json({"hw": hw.name, "valid": True, "plan": plan.to_dict()})
+        return 0
+    print(f"{plan.case_id}: {plan.summary()} -- valid on {hw.name}")
+    for k in plan.kernels:
+        print(f"  kernel {k.name} ({k.op}): {k.grid_blocks} blocks, cluster {k.cluster_size}, {k.threads} threads, "
+              f"{k.smem_bytes} B SMEM, {k.stages} stages")
+    for step in plan.dsm_comm:
+        print(f"  {step.primitive} ({step.op}): {step.participants} blocks, {step.times}x, "
+              f"{step.bytes_per_block} B per block via {step.level}")
     return 0
 
 
