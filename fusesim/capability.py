@@ -1,0 +1,191 @@
+"""What the code generator can build: the one check the planner uses to set `Plan.buildable`.
+
+Pure Python (no torch, no nvcc), so planning runs anywhere. It is a feasibility check of the
+plan *as given*, never a second tiling decision: the generator instantiates exactly the plan's
+tiles, cluster shape, stages and threads, and this module says whether that instantiation exists.
+
+What the generated kernels are (fusesim/codegen):
+* instruction family `mma_sync` (mma.sync m16n8k16 bf16 -> fp32, ldmatrix, cp.async multistage
+  pipeline). `wgmma` plans are not buildable yet.
+* `unfused`: two kernels, gemm0 (activation or gating epilogue, bf16 C' to global) and gemm1.
+* `smem` / `dsm`: one fused kernel; the fp32 E accumulator of a block (block_m x block_l) lives in
+  SMEM, GEMM1 walks it in sub-tiles of `gemm1_sub_l(plan)` columns; C' slices live in SMEM
+  (two buffers when dsm_shuffle runs); dsm_all_exchange pushes fp32 partials into a receive area.
+* M is predicated (any M); N, K, L must divide exactly as the plan's semantics state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fusesim.plan import Plan
+
+SMEM_LIMIT_BYTES = 232448  # H100/H200 opt-in per-block maximum
+SUPPORTED_THREADS = (128, 256)
+SUPPORTED_ACTIVATIONS = ("relu", "gelu", "silu", "none")
+PAD_BF16 = 8  # elements of padding per SMEM row (16 bytes): conflict-free ldmatrix
+PAD_F32 = 4  # floats of padding per fp32 SMEM row
+MAX_STAGES = 8
+
+
+def warp_grid(rows: int, cols: int, warps: int) -> tuple[int, int] | None:
+    """Warps (wm, wn) tiling a rows x cols tile; each warp tile a multiple of 16 x 16.
+
+    Prefers the most square warp tile (fewest ldmatrix loads per mma)."""
+    best: tuple[int, int] | None = None
+    best_score = None
+    wm = 1
+    while wm <= warps:
+        if warps % wm == 0:
+            wn = warps // wm
+            if rows % (16 * wm) == 0 and cols % (16 * wn) == 0:
+                tm, tn = rows // wm, cols // wn
+                score = abs(tm - tn) + (0 if tm * tn <= 64 * 64 else 1000)
+                if best_score is None or score < best_score:
+                    best, best_score = (wm, wn), score
+        wm *= 2
+    return best
+
+
+def gemm1_sub_l(plan: Plan) -> int:
+    """Columns of E a block accumulates in registers at a time during GEMM1."""
+    bl = plan.tiles.block_l
+    for cand in (128, 64, 32, 16):
+        if bl % cand == 0 and cand <= bl:
+            return cand
+    return bl
+
+
+@dataclass(frozen=True)
+class FusedLayout:
+    """SMEM layout of the fused kernel, bytes (offsets in this order)."""
+
+    e_acc: int
+    c_buf: int
+    x_buf: int
+    stages: int
+
+    @property
+    def total(self) -> int:
+        return self.e_acc + self.c_buf + self.x_buf + self.stages
+
+
+def fused_layout(plan: Plan) -> FusedLayout:
+    t, c = plan.tiles, plan.cluster
+    gated_seq = plan.gated_mode == "sequential"
+    sub_l = gemm1_sub_l(plan)
+    e_acc = t.block_m * (t.block_l + PAD_F32) * 4
+    n_cbuf = 2 if c.shuffle > 1 else 1
+    c_buf = n_cbuf * t.block_m * (t.block_n + PAD_BF16) * 2
+    x_buf = (c.k - 1) * t.block_m * (t.block_n + PAD_F32) * 4 if c.k > 1 else 0
+    a_tile = t.block_m * (t.block_k + PAD_BF16)
+    b_tile = t.block_k * (t.block_n + PAD_BF16) * (2 if gated_seq else 1)
+    d_tile = t.block_k * (sub_l + PAD_BF16)
+    stage = max(a_tile + b_tile, d_tile) * 2
+    return FusedLayout(e_acc, c_buf, x_buf, plan.stages * stage)
+
+
+def gemm_smem_bytes(block_m: int, block_n: int, block_k: int, stages: int, gated: bool) -> int:
+    a_tile = block_m * (block_k + PAD_BF16)
+    b_tile = block_k * (block_n + PAD_BF16) * (2 if gated else 1)
+    return stages * (a_tile + b_tile) * 2
+
+
+def _common(plan: Plan) -> str | None:
+    ch = plan.chain
+    if plan.strategy not in ("unfused", "smem", "dsm"):
+        return f"unknown strategy {plan.strategy!r}"
+    if ch.dtype != "bf16":
+        return f"dtype {ch.dtype}: only bf16 kernels are generated"
+    if plan.instruction != "mma_sync":
+        return f"instruction {plan.instruction!r}: the generator emits mma.sync m16n8k16 only (wgmma not yet)"
+    if ch.activation not in SUPPORTED_ACTIVATIONS:
+        return f"activation {ch.activation!r} not supported"
+    if ch.gated and ch.activation != "silu":
+        return "gated FFN: only silu gating is generated"
+    if ch.k % 8 or ch.n % 8 or ch.l % 8:
+        return "K, N and L must be multiples of 8 (16-byte global loads)"
+    if ch.conv is not None:
+        if ch.conv.ic % 8:
+            return f"conv chain: IC = {ch.conv.ic} must be a multiple of 8 (16-byte im2col loads)"
+        if ch.conv.k1 % 2 == 0:
+            return "conv chain: k1 must be odd ('same' padding)"
+    if not 2 <= plan.stages <= MAX_STAGES:
+        return f"stages = {plan.stages}: the pipeline supports 2..{MAX_STAGES}"
+    return None
+
+
+def _check_unfused(plan: Plan) -> str | None:
+    ch = plan.chain
+    if len(plan.kernels) != 2:
+        return f"unfused plan with {len(plan.kernels)} kernels (want gemm0, gemm1)"
+    for kern, n_out, k_in, gated in ((plan.kernels[0], ch.n, ch.k, ch.gated), (plan.kernels[1], ch.l, ch.n, False)):
+        t = kern.tiles
+        if kern.threads not in SUPPORTED_THREADS:
+            return f"{kern.name}: threads = {kern.threads} (supported {SUPPORTED_THREADS})"
+        if kern.cluster_size != 1:
+            return f"{kern.name}: unfused GEMM kernels run without clusters"
+        if not 2 <= kern.stages <= MAX_STAGES:
+            return f"{kern.name}: stages = {kern.stages}"
+        if t.block_k % 16 or k_in % t.block_k:
+            return f"{kern.name}: block_k = {t.block_k} must be a multiple of 16 dividing {k_in}"
+        if n_out % t.block_n:
+            return f"{kern.name}: block_n = {t.block_n} must divide {n_out}"
+        if warp_grid(t.block_m, t.block_n, kern.threads // 32) is None:
+            return f"{kern.name}: no warp layout for a {t.block_m}x{t.block_n} tile with {kern.threads} threads"
+        smem = gemm_smem_bytes(t.block_m, t.block_n, t.block_k, kern.stages, gated)
+        if smem > SMEM_LIMIT_BYTES:
+            return f"{kern.name}: needs {smem} B of SMEM (limit {SMEM_LIMIT_BYTES})"
+    return None
+
+
+def _check_fused(plan: Plan) -> str | None:
+    ch, c, t = plan.chain, plan.cluster, plan.tiles
+    if not c.is_consistent():
+        return f"inconsistent cluster shape ({c.m},{c.n},{c.k},{c.l})"
+    if c.size > 16:
+        return f"cluster of {c.size} blocks (max 16)"
+    if plan.strategy == "smem" and c.size != 1:
+        return "smem strategy with a cluster larger than 1"
+    if plan.threads not in SUPPORTED_THREADS:
+        return f"threads = {plan.threads} (supported {SUPPORTED_THREADS})"
+    if t.block_m % 16 or t.block_n % 16 or t.block_k % 16 or t.block_l % 16:
+        return "block_m, block_n, block_k, block_l must be multiples of 16"
+    if plan.grid_m * c.m * t.block_m < ch.m:
+        return f"grid_m * cls_m * block_m = {plan.grid_m * c.m * t.block_m} does not cover M = {ch.m}"
+    if plan.n_split * plan.n_passes * c.n * t.block_n != ch.n:
+        return "n_split * n_passes * cls_n * block_n must equal N"
+    if c.l * t.block_l != ch.l:
+        return f"cls_l * block_l = {c.l * t.block_l} must equal L = {ch.l}"
+    gm = plan.gated_mode
+    if ch.gated and gm not in ("sequential", "mul_exchange"):
+        return f"gated FFN needs gated_mode sequential or mul_exchange (got {gm!r})"
+    if not ch.gated and gm != "none":
+        return f"gated_mode {gm!r} on a non-gated chain"
+    k_slice = ch.k if gm == "mul_exchange" else ch.k // c.k
+    if gm == "mul_exchange" and c.k != 2:
+        return "mul_exchange needs cls_k = 2 (one block per branch)"
+    if ch.k % (1 if gm == "mul_exchange" else c.k) or k_slice % t.block_k:
+        return f"K slice {k_slice} must be a multiple of block_k = {t.block_k}"
+    if t.block_n % t.block_k:
+        return f"block_n = {t.block_n} must be a multiple of block_k = {t.block_k} (GEMM1 steps over C')"
+    slice_l = t.block_l // c.reduce
+    if t.block_l % c.reduce or slice_l % 8:
+        return f"block_l / cls_reduce = {t.block_l}/{c.reduce} must be a whole multiple of 8"
+    warps = plan.threads // 32
+    if warp_grid(t.block_m, t.block_n, warps) is None:
+        return f"no warp layout for GEMM0 tile {t.block_m}x{t.block_n} with {plan.threads} threads"
+    if warp_grid(t.block_m, gemm1_sub_l(plan), warps) is None:
+        return f"no warp layout for GEMM1 tile {t.block_m}x{gemm1_sub_l(plan)} with {plan.threads} threads"
+    smem = fused_layout(plan).total
+    if smem > SMEM_LIMIT_BYTES:
+        return f"fused kernel needs {smem} B of SMEM (E acc, C' buffers, exchange, stages; limit {SMEM_LIMIT_BYTES})"
+    return None
+
+
+def can_build(plan: Plan) -> tuple[bool, str]:
+    """(True, "") when fusesim.codegen emits this exact plan; else (False, the first reason)."""
+    why = _common(plan)
+    if why is None:
+        why = _check_unfused(plan) if plan.strategy == "unfused" else _check_fused(plan)
+    return (why is None, why or "")

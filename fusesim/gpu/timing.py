@@ -1,0 +1,74 @@
+"""Timing with CUDA events, L2 flushed before every launch.
+
+Two modes, both recorded, because small chains are decided by launch cost:
+* ``queued``: flush L2, record the start event and launch at once; the host enqueues while the
+  GPU is still flushing, so the interval is GPU-side time (kernels + gaps between them).
+* ``sync``: flush L2, synchronize, then record the start and launch; the interval also holds the
+  host's launch cost (what a single call from an idle GPU sees; PyTorch eager dispatch shows here).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+
+class L2Flusher:
+    """Writes a buffer of 2.5x the L2 size: evicts every line of the previous launch."""
+
+    def __init__(self) -> None:
+        import torch
+
+        l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or (60 << 20)
+        self.buf = torch.empty(int(l2 * 2.5) // 4, dtype=torch.float32, device="cuda")
+        self.value = 0.0
+
+    def __call__(self) -> None:
+        self.value += 1.0
+        self.buf.fill_(self.value)
+
+
+def time_fn(fn: Callable[[], Any], flush: L2Flusher, reps: int = 60, warmup: int = 5) -> dict[str, float]:
+    """Median, min and spread (us) of `fn` in both modes over `reps` launches each."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    out: dict[str, float] = {}
+    for mode in ("queued", "sync"):
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        for i in range(reps):
+            flush()
+            if mode == "sync":
+                torch.cuda.synchronize()
+            starts[i].record()
+            fn()
+            ends[i].record()
+        torch.cuda.synchronize()
+        us = sorted(s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends, strict=True))
+        out[f"{mode}_median_us"] = statistics.median(us)
+        out[f"{mode}_min_us"] = us[0]
+        out[f"{mode}_p90_us"] = us[int(0.9 * (len(us) - 1))]
+    out["reps"] = reps
+    return out
+
+
+def graph_of(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """Capture `fn` (after a warm-up on a side stream) into a CUDA graph; return its replay."""
+    import torch
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    torch.cuda.synchronize()
+    return g.replay
