@@ -1,0 +1,127 @@
+"""`simulate(plan, hw)`: run a Plan's kernel(s) on the SimPy machine and report time, bytes, utilization.
+
+The kernel launcher is a SimPy process: launch overhead before the first kernel, `kernel_gap_us`
+between dependent kernels (stream order: a kernel starts after the previous one's last block and
+its stores). After the last kernel the plan's outputs still dirty in L2 are written back to HBM
+and the time includes draining them (so no plan beats min bytes / HBM bandwidth); intermediates
+that are dead by then (the unfused C) are dropped.
+
+Determinism: no randomness, no hashing of unordered collections into the event order (tile sets
+are sorted before use), so the same inputs give the same outputs bit for bit.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import simpy
+from simpy.core import EmptySchedule
+
+from fusesim.hardware import Hardware
+from fusesim.plan import Plan
+from fusesim.sim.gpu import GPU, dispatch
+from fusesim.sim.kernels import FusedCohort, GemmCohort, layouts_for, raster
+
+
+@dataclass
+class SimResult:
+    """What one simulation predicts. Bytes are whole-plan totals; utilization is busy fraction of time_ns."""
+
+    case: str
+    strategy: str
+    time_ns: float
+    bytes: dict[str, int]
+    utilization: dict[str, float]
+    events: int
+    wall_s: float
+    kernels: list[dict[str, Any]] = field(default_factory=list)  # name, start_ns, end_ns, waves, blocks_per_sm
+    trace: list[dict[str, Any]] | None = None
+
+    @property
+    def time_us(self) -> float:
+        return self.time_ns / 1e3
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("trace")
+        d["time_us"] = self.time_us
+        return d
+
+
+def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, Any]]):
+    hw = gpu.hw
+    layouts = layouts_for(plan)
+    for i, kernel in enumerate(plan.kernels):
+        wait_us = hw.launch_overhead_us if i == 0 else hw.kernel_gap_us
+        t0 = env.now
+        yield env.timeout(wait_us * 1e3)
+        if gpu.trace is not None:
+            gpu.trace.host_span("launch" if i == 0 else "kernel gap", "launch", t0, env.now)
+        bps = hw.blocks_per_sm(kernel.smem_bytes, kernel.threads, kernel.regs_per_thread)
+        if bps == 0:
+            raise ValueError(f"{plan.case_id} {plan.strategy}: kernel {kernel.name} does not fit on an SM "
+                             f"({kernel.smem_bytes} B SMEM, {kernel.threads} threads)")
+        start = env.now
+        if kernel.op == "fused":
+            def make(clusters, slots, k=kernel):
+                return FusedCohort(gpu, plan, k, clusters, slots, layouts)
+        else:
+            t = kernel.tiles
+            ch = plan.chain
+            cols = ch.n if kernel.op == "gemm0" else ch.l
+            tm, tn = -(-ch.m // t.block_m), -(-cols // t.block_n)
+            order = raster(tm, tn, max(kernel.grid_blocks // (tm * tn), 1))
+
+            def make(clusters, slots, k=kernel, order=order):
+                return GemmCohort(gpu, plan, k, clusters, slots, order, layouts)
+        slots = gpu.cluster_slots(kernel.cluster_size, bps)
+        yield from dispatch(gpu, kernel, make, bps)
+        log.append({"name": kernel.name, "start_ns": start, "end_ns": env.now, "blocks_per_sm": bps,
+                    "resident_clusters": len(slots), "waves": -(-kernel.clusters // max(len(slots), 1))})
+        if gpu.trace is not None:
+            gpu.trace.host_span(kernel.name, "kernel", start, env.now)
+    outputs = ["E"]
+    dead = ["C"] if plan.strategy == "unfused" else []
+    t0 = env.now
+    yield gpu.mem.flush(outputs, dead)
+    if gpu.trace is not None:
+        gpu.trace.host_span("L2 write-back of E", "memory", t0, env.now)
+
+
+def simulate(plan: Plan, hw: Hardware, trace: bool = False) -> SimResult:
+    """Execute `plan` on `hw`; see the module docstrings of fusesim.sim for what is modelled."""
+    wall0 = time.perf_counter()
+    env = simpy.Environment()
+    gpu = GPU(env, hw, trace)
+    log: list[dict[str, Any]] = []
+    env.process(_launcher(env, gpu, plan, log))
+    events = 0
+    step = env.step
+    try:
+        while True:
+            step()
+            events += 1
+    except EmptySchedule:
+        pass
+    t_ns = env.now
+    mem = gpu.mem
+    b = dict(mem.bytes)
+    b["dsm"] = int(round(gpu.dsm_bytes))
+    b = {k: int(round(v)) for k, v in b.items()}
+    family = plan.instruction
+    peak = hw.tensor_flops_per_ns(family, plan.chain.dtype)
+    cs = max((k.cluster_size for k in plan.kernels), default=1)
+    dsm_cap = hw.dsm_bandwidth_gbps(cs) * hw.sm_count if cs > 1 else 0.0
+    util = {
+        "tensor": gpu.flops / (peak * t_ns) if t_ns else 0.0,
+        "hbm": (b["hbm_read"] + b["hbm_write"]) / (hw.hbm_bandwidth_gbps * t_ns) if t_ns else 0.0,
+        "l2": (b["l2_read"] + b["l2_write"]) / (hw.l2_bandwidth_gbps * t_ns) if t_ns else 0.0,
+        "dsm": b["dsm"] / (dsm_cap * t_ns) if t_ns and dsm_cap else 0.0,
+    }
+    return SimResult(
+        case=plan.case_id, strategy=plan.strategy, time_ns=t_ns, bytes=b, utilization=util,
+        events=events, wall_s=time.perf_counter() - wall0, kernels=log,
+        trace=gpu.trace.to_chrome() if gpu.trace is not None else None,
+    )

@@ -1,0 +1,171 @@
+"""The machine: GPCs of SMs, the kernel launcher and the block/cluster dispatcher.
+
+Coalescing (why this is fast and still exact for our kernels). Every block of a generated kernel
+does the same work on a different tile, and the dispatcher starts a wave of resident blocks at the
+same instant. Under processor-sharing bandwidth and identical per-SM tensor rates, the blocks of
+one wave therefore progress in lock-step: simulating one representative *cohort* — a block that
+issues the wave's aggregate traffic (all its blocks' bytes, the distinct tiles they touch for L2
+residency) and computes at its share of the wave's SMs — gives the same times and bytes as
+simulating every block. A wave ends when its cohort ends; the next wave starts then (waves and
+tails follow from the occupancy and the GPC cluster slots). The cost is O(waves x pipeline
+stages) events, independent of the number of blocks per wave.
+"""
+
+from __future__ import annotations
+
+import simpy
+
+from fusesim.hardware import Hardware
+from fusesim.plan import Kernel
+from fusesim.sim.fluid import FluidServer
+from fusesim.sim.memory import MemorySystem
+from fusesim.sim.trace import TraceRecorder
+
+
+class GPU:
+    """SMs grouped in GPCs (uneven sizes from `hw.gpc_sm_counts`), HBM + L2, and the trace."""
+
+    def __init__(self, env: simpy.Environment, hw: Hardware, trace: bool):
+        self.env = env
+        self.hw = hw
+        self.mem = MemorySystem(env, hw)
+        self.gpc_first_sm: list[int] = []
+        sm_gpc: list[int] = []
+        for g, n in enumerate(hw.gpc_sm_counts):
+            self.gpc_first_sm.append(len(sm_gpc))
+            sm_gpc += [g] * n
+        self.trace = TraceRecorder(sm_gpc) if trace else None
+        self.dsm_bytes = 0
+        self.flops = 0
+        self.dsm_link_bytes_per_ns = 0.0  # per-SM DSM bandwidth of the widest cluster run (utilization)
+
+    def cluster_slots(self, cluster_size: int, blocks_per_sm: int) -> list[tuple[int, ...]]:
+        """Where resident clusters go, in dispatch order: each inside one GPC on distinct SMs.
+
+        One block per SM first, round-robin over GPCs (the hardware spreads work), then a second
+        layer on the same SMs when occupancy allows more than one block per SM.
+        """
+        per_gpc = [n // cluster_size for n in self.hw.gpc_sm_counts]
+        order: list[tuple[int, ...]] = []
+        for _layer in range(blocks_per_sm):
+            for slot in range(max(per_gpc, default=0)):
+                for g, count in enumerate(per_gpc):
+                    if slot < count:
+                        first = self.gpc_first_sm[g] + slot * cluster_size
+                        order.append(tuple(range(first, first + cluster_size)))
+        return order
+
+
+class Cohort:
+    """One wave of identical blocks, simulated as one representative (see the module docstring).
+
+    Subclasses provide `loads()` (what the producer warp's TMA brings into SMEM stage by stage) and
+    `consume()` (the consumer warpgroups: MMAs per stage, exchanges, epilogue). The producer runs
+    up to `stages` loads ahead of the consumer: that bound is the software pipeline's overlap.
+    """
+
+    def __init__(self, gpu: GPU, kernel: Kernel, clusters: list[int], slots: list[tuple[int, ...]],
+                 family: str, dtype: str):
+        self.gpu = gpu
+        self.env = gpu.env
+        self.hw = gpu.hw
+        self.mem = gpu.mem
+        self.kernel = kernel
+        self.clusters = clusters
+        self.blocks = len(clusters) * kernel.cluster_size  # w: blocks this representative stands for
+        sm_ids = sorted({sm for s in slots for sm in s})
+        self.sm_ids = tuple(sm_ids)
+        self.sms = len(sm_ids)
+        self.cluster_size = kernel.cluster_size
+        self.sm_flops_per_ns = self.hw.tensor_flops_per_ns(family, dtype) / self.hw.sm_count
+        cs = self.cluster_size
+        self.dsm = None
+        if cs > 1:
+            link = self.hw.dsm_bandwidth_gbps(cs, push=True)
+            self.dsm = FluidServer(self.env, f"dsm{cs}", link * self.sms)
+            self.dsm_latency_ns = self.hw.dsm_latency_ns[cs]
+            self.barrier_ns = self.hw.cluster_barrier_ns[cs]
+            gpu.dsm_link_bytes_per_ns = max(gpu.dsm_link_bytes_per_ns, link)
+        self._slots = simpy.Container(self.env, capacity=kernel.stages, init=kernel.stages)
+        self._ready: simpy.Store = simpy.Store(self.env)
+        self.trace = gpu.trace
+
+    # ---- the two warp roles -------------------------------------------------------------------
+    def loads(self):  # pragma: no cover - abstract
+        """Yield (granules, l2_bytes) per pipeline stage, in issue order."""
+        raise NotImplementedError
+
+    def consume(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def run(self):
+        self.env.process(self._producer())
+        yield from self.consume()
+
+    def _producer(self):
+        for granules, l2_bytes in self.loads():
+            yield self._slots.get(1)
+            start = self.env.now
+            ev = self.mem.load(granules, l2_bytes, self.sms)
+            if self.trace is not None:
+                ev.callbacks.append(lambda _e, s=start: self.trace.span(self.sm_ids, "load", "load", s, self.env.now))
+            self._ready.put(ev)
+
+    # ---- building blocks for consume() --------------------------------------------------------
+    def stage_mma(self, flops_per_block: float):
+        """Wait for the next SMEM stage, run its MMAs at this cohort's share of the tensor cores, free it."""
+        ev = yield self._ready.get()
+        if not ev.processed:
+            yield ev
+        start = self.env.now
+        self.gpu.flops += flops_per_block * self.blocks
+        yield self.env.timeout(flops_per_block * self.blocks / (self.sm_flops_per_ns * self.sms))
+        self._slots.put(1)
+        if self.trace is not None:
+            self.trace.span(self.sm_ids, "mma", "mma", start, self.env.now)
+
+    def dsm_push(self, bytes_per_block: float) -> simpy.Event:
+        """Push-style remote stores (st.async / cp.async.bulk) on each SM's DSM link."""
+        total = bytes_per_block * self.blocks
+        self.gpu.dsm_bytes += total
+        assert self.dsm is not None
+        return self.dsm.transfer(total)
+
+    def dsm_step(self, name: str, bytes_per_block: float):
+        """A synchronous exchange: push, then the mbarrier wait for the peers' data (one DSM latency:
+        the peers are in lock-step, so their bytes land when ours do)."""
+        start = self.env.now
+        if self.dsm is None or bytes_per_block <= 0:
+            return
+        yield self.dsm_push(bytes_per_block)
+        yield self.env.timeout(self.dsm_latency_ns)
+        if self.trace is not None:
+            self.trace.span(self.sm_ids, name, "exchange", start, self.env.now)
+
+    def cluster_barrier(self, name: str):
+        if self.cluster_size <= 1:
+            return
+        start = self.env.now
+        yield self.env.timeout(self.barrier_ns)
+        if self.trace is not None:
+            self.trace.span(self.sm_ids, name, "barrier", start, self.env.now)
+
+    def timed(self, ev: simpy.Event, name: str, cat: str):
+        start = self.env.now
+        yield ev
+        if self.trace is not None:
+            self.trace.span(self.sm_ids, name, cat, start, self.env.now)
+
+
+def dispatch(gpu: GPU, kernel: Kernel, make_cohort, blocks_per_sm: int):
+    """The block/cluster dispatcher of one kernel: waves of resident clusters until the grid is done."""
+    slots = gpu.cluster_slots(kernel.cluster_size, blocks_per_sm)
+    if not slots:
+        raise ValueError(f"kernel {kernel.name}: no GPC can hold a cluster of {kernel.cluster_size}")
+    n_clusters = kernel.clusters
+    first = 0
+    while first < n_clusters:
+        count = min(len(slots), n_clusters - first)
+        cohort: Cohort = make_cohort(list(range(first, first + count)), slots[:count])
+        yield from cohort.run()
+        first += count

@@ -1,0 +1,299 @@
+"""What each generated kernel's blocks do, read straight from the Plan (see fusesim/plan.py).
+
+* `GemmCohort`: one GEMM kernel of an unfused plan (GEMM0 with the activation/gating epilogue, or
+  GEMM1). Tiles are rasterised in groups of `params.RASTER_GROUP_M` M-tiles; when the grid has more
+  blocks than output tiles the extra factor is split-K with an atomic-add epilogue.
+* `FusedCohort`: the smem / dsm kernel. Per N chunk: GEMM0 over the block's K slice, then
+  dsm_all_exchange, then GEMM1 over the shuffle group's slices with the dsm_shuffle ring pushes
+  overlapped with the MMAs of the current slice; after the last chunk dsm_reduce_scatter, then
+  inter_cluster_reduce (atomics through L2) or a plain store of E. GEMM1 streams D through the
+  same SMEM stages as GEMM0 in steps of `block_k` rows of D (a stage never holds more than one
+  GEMM0 stage's worth), so the producer prefetches D while the consumer exchanges C.
+DSM steps are executed exactly as listed in `plan.dsm_comm` (bytes per block, times per block).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from math import gcd
+
+from fusesim.plan import DsmStep, Kernel, Plan
+from fusesim.sim import params
+from fusesim.sim.gpu import GPU, Cohort
+from fusesim.sim.memory import Key, TensorLayout
+
+Granules = list[tuple[Key, int]]
+
+
+def _gcd_all(values: list[int]) -> int:
+    g = 0
+    for v in values:
+        g = gcd(g, v)
+    return max(g, 1)
+
+
+def layouts_for(plan: Plan) -> dict[str, TensorLayout]:
+    """Global tensors of the plan with a residency granule that divides every tile touching them."""
+    ch = plan.chain
+    eb = ch.dtype_bytes
+    rows_cols = {"A": (ch.m, ch.k), "B": (ch.k, ch.n), "Bg": (ch.k, ch.n), "Bu": (ch.k, ch.n),
+                 "C": (ch.m, ch.n), "D": (ch.n, ch.l), "E": (ch.m, ch.l)}
+    shapes: dict[str, list[tuple[int, int]]] = {k: [] for k in rows_cols}
+    if plan.strategy == "unfused":
+        for kern in plan.kernels:
+            t = kern.tiles
+            if kern.op == "gemm0":
+                shapes["A"].append((t.block_m, t.block_k))
+                for b in ("B", "Bg", "Bu"):
+                    shapes[b].append((t.block_k, t.block_n))
+                shapes["C"].append((t.block_m, t.block_n))
+            else:
+                shapes["C"].append((t.block_m, t.block_k))
+                shapes["D"].append((t.block_k, t.block_n))
+                shapes["E"].append((t.block_m, t.block_n))
+    else:
+        t = plan.tiles
+        cl = plan.cluster
+        block_l = t.block_l or ch.l // cl.l
+        shapes["A"].append((t.block_m, t.block_k))
+        for b in ("B", "Bg", "Bu"):
+            shapes[b].append((t.block_k, t.block_n))
+        shapes["D"].append((_d_step_rows(plan), block_l))
+        shapes["E"].append((t.block_m, max(block_l // cl.reduce, 1)))
+    out = {}
+    for name, (rows, cols) in rows_cols.items():
+        sh = shapes[name] or [(rows, cols)]
+        period = 0
+        gr = _gcd_all([r for r, _ in sh])
+        gc = _gcd_all([c for _, c in sh])
+        if name == "A" and ch.conv is not None:
+            period = ch.conv.ic
+            gc = gcd(gc, period)
+        out[name] = TensorLayout(name, rows, cols, eb, gr, gc, period)
+    return out
+
+
+def _d_step_rows(plan: Plan) -> int:
+    t = plan.tiles
+    return t.block_k if t.block_k and t.block_n % t.block_k == 0 else t.block_n
+
+
+def raster(tiles_m: int, tiles_n: int, split: int) -> list[tuple[int, int, int]]:
+    """Block index -> (m tile, n tile, k split): grouped M-raster, split outermost (blockIdx.z)."""
+    g = params.RASTER_GROUP_M
+    order = []
+    for s in range(split):
+        for m0 in range(0, tiles_m, g):
+            for n in range(tiles_n):
+                for m in range(m0, min(m0 + g, tiles_m)):
+                    order.append((m, n, s))
+    return order
+
+
+class GemmCohort(Cohort):
+    """A wave of one unfused GEMM kernel: out[M,Ncols] = lhs[M,Kred] @ rhs[Kred,Ncols] (x2 if gated)."""
+
+    def __init__(self, gpu: GPU, plan: Plan, kernel: Kernel, clusters: list[int], slots, order,
+                 layouts: dict[str, TensorLayout]):
+        super().__init__(gpu, kernel, clusters, slots, plan.instruction, plan.chain.dtype)
+        ch = plan.chain
+        t = kernel.tiles
+        self.bm, self.bn, self.bk = t.block_m, t.block_n, t.block_k
+        if kernel.op == "gemm0":
+            self.lhs = layouts["A"]
+            self.rhs = [layouts["Bg"], layouts["Bu"]] if ch.gated else [layouts["B"]]
+            self.out = layouts["C"]
+            kred = ch.k
+        else:
+            self.lhs = layouts["C"]
+            self.rhs = [layouts["D"]]
+            self.out = layouts["E"]
+            kred = ch.n
+        tiles = -(-ch.m // self.bm) * -(-self.out.cols // self.bn)
+        self.split = max(kernel.grid_blocks // tiles, 1)
+        self.k_per_split = -(-kred // self.split)
+        self.steps = -(-self.k_per_split // self.bk)
+        self.coords = [order[b] for c in clusters for b in range(c * kernel.cluster_size, (c + 1) * kernel.cluster_size)]
+        self.eb = ch.dtype_bytes
+
+    def loads(self) -> Iterator[tuple[Granules, int]]:
+        bm, bn, bk = self.bm, self.bn, self.bk
+        a_rows = sorted({(m, s) for m, _n, s in self.coords})
+        b_cols = sorted({(n, s) for _m, n, s in self.coords})
+        per_block = (bm * bk + len(self.rhs) * bk * bn) * self.eb
+        l2_bytes = per_block * self.blocks
+        for step in range(self.steps):
+            gran: dict[Key, int] = {}
+            for m, s in a_rows:
+                gran.update(self.lhs.keys(m * bm, s * self.k_per_split + step * bk, bm, bk))
+            for n, s in b_cols:
+                for r in self.rhs:
+                    gran.update(r.keys(s * self.k_per_split + step * bk, n * bn, bk, bn))
+            yield list(gran.items()), l2_bytes
+
+    def consume(self):
+        yield self.env.timeout(params.BLOCK_PROLOGUE_CYCLES * self.hw.cycle_ns)
+        flops = 2 * self.bm * self.bn * self.bk * len(self.rhs)
+        for _ in range(self.steps):
+            yield from self.stage_mma(flops)
+        gran: dict[Key, int] = {}
+        for m, n, _s in sorted(set(self.coords)):
+            gran.update(self.out.keys(m * self.bm, n * self.bn, self.bm, self.bn))
+        l2_bytes = self.bm * self.bn * self.eb * self.blocks
+        if self.split > 1:
+            ev = self.mem.atomic_add(list(gran.items()), l2_bytes, self.sms)
+        else:
+            ev = self.mem.store(list(gran.items()), l2_bytes, self.sms)
+        yield from self.timed(ev, "store " + self.out.name, "store")
+
+
+class FusedCohort(Cohort):
+    """A wave of clusters of the fused (smem or dsm) kernel."""
+
+    def __init__(self, gpu: GPU, plan: Plan, kernel: Kernel, clusters: list[int], slots,
+                 layouts: dict[str, TensorLayout]):
+        super().__init__(gpu, kernel, clusters, slots, plan.instruction, plan.chain.dtype)
+        self.plan = plan
+        ch = plan.chain
+        t = plan.tiles
+        cl = plan.cluster
+        self.cl = cl
+        self.bm, self.bn, self.bk = t.block_m, t.block_n, t.block_k
+        self.bl = t.block_l or ch.l // cl.l
+        self.eb = ch.dtype_bytes
+        self.layouts = layouts
+        self.gated = ch.gated
+        self.mode = plan.gated_mode
+        self.k_slice = ch.k if self.mode == "mul_exchange" else ch.k // cl.k
+        self.k_steps = -(-self.k_slice // self.bk)
+        self.d_rows = _d_step_rows(plan)
+        self.d_steps_per_slice = -(-self.bn // self.d_rows)
+        self.n_passes = plan.n_passes
+        self.steps: dict[str, list[DsmStep]] = {}
+        for s in plan.dsm_comm:
+            self.steps.setdefault(s.primitive, []).append(s)
+        # blocks of each cluster: (m_sub, n_i, k_j) -> global coordinates of the cohort's blocks
+        grid_m = plan.grid_m
+        self.blocks_xy: list[tuple[int, int, int, int]] = []  # (m tile, n_c, n_i, k_j)
+        for c in clusters:
+            m_c, n_c = c % grid_m, c // grid_m
+            for m_sub in range(cl.m):
+                for n_i in range(cl.n):
+                    for k_j in range(cl.k):
+                        self.blocks_xy.append((m_c * cl.m + m_sub, n_c, n_i, k_j))
+
+    # N tile index (in units of block_n) of slice n_i of chunk p in cluster column n_c
+    def _n_tile(self, n_c: int, p: int, n_i: int) -> int:
+        return (n_c * self.n_passes + p) * self.cl.n + n_i
+
+    def _b_tensors(self, k_j: int) -> list[str]:
+        if not self.gated:
+            return ["B"]
+        if self.mode == "mul_exchange":
+            return ["Bg" if k_j == 0 else "Bu"]
+        return ["Bg", "Bu"]
+
+    def loads(self) -> Iterator[tuple[Granules, int]]:
+        bm, bn, bk, bl = self.bm, self.bn, self.bk, self.bl
+        cl = self.cl
+        lay = self.layouts
+        nb = len(self._b_tensors(0))
+        a_keep = self.plan.placement.A in ("reg", "smem") and self.n_passes > 1
+        rows = sorted({(m, k_j) for m, _nc, _ni, k_j in self.blocks_xy})
+        g0_per_block = (bm * bk + nb * bk * bn) * self.eb
+        d_per_block = self.d_rows * bl * self.eb
+        for p in range(self.n_passes):
+            cols = sorted({(self._n_tile(nc, p, ni), k_j) for _m, nc, ni, k_j in self.blocks_xy})
+            for step in range(self.k_steps):
+                gran: dict[Key, int] = {}
+                load_a = not (a_keep and p > 0)
+                if load_a:
+                    for m, k_j in rows:
+                        k0 = (0 if self.mode == "mul_exchange" else k_j * self.k_slice) + step * bk
+                        gran.update(lay["A"].keys(m * bm, k0, bm, bk))
+                for n, k_j in cols:
+                    k0 = (0 if self.mode == "mul_exchange" else k_j * self.k_slice) + step * bk
+                    for name in self._b_tensors(k_j):
+                        gran.update(lay[name].keys(k0, n * bn, bk, bn))
+                per_block = g0_per_block - (0 if load_a else bm * bk * self.eb)
+                yield list(gran.items()), per_block * self.blocks
+            # GEMM1: block b = n_i*cls_k + k_j is position q = b % cls_l of shuffle group g = b // cls_l;
+            # the group covers slices g*shuffle .. of this chunk, the block the L range q.
+            shuffle = cl.shuffle
+            for t in range(shuffle * self.d_steps_per_slice):
+                gran = {}
+                for _m, nc, ni, k_j in self.blocks_xy:
+                    b = ni * cl.k + k_j
+                    g, q = divmod(b, cl.l)
+                    own = ni - g * shuffle  # own slice inside the group, ring starts there
+                    sl = g * shuffle + (own + t // self.d_steps_per_slice) % shuffle
+                    row0 = self._n_tile(nc, p, sl) * bn + (t % self.d_steps_per_slice) * self.d_rows
+                    gran.update(lay["D"].keys(row0, q * bl, self.d_rows, bl))
+                yield list(gran.items()), d_per_block * self.blocks
+
+    def _per_chunk(self, primitive: str) -> list[list[float]]:
+        """Bytes per block of each execution of `primitive`, grouped by N chunk (times spread evenly)."""
+        per = [[] for _ in range(self.n_passes)]
+        for s in self.steps.get(primitive, []):
+            for i in range(s.times):
+                per[min(i * self.n_passes // max(s.times, 1), self.n_passes - 1)].append(s.bytes_per_block)
+        return per
+
+    def consume(self):
+        bm, bn, bk, bl = self.bm, self.bn, self.bk, self.bl
+        yield self.env.timeout(params.BLOCK_PROLOGUE_CYCLES * self.hw.cycle_ns)
+        yield from self.cluster_barrier("barrier (peers exist)")
+        nb = len(self._b_tensors(0))
+        flops0 = 2 * bm * bn * bk * nb
+        flops1 = 2 * bm * self.d_rows * bl
+        exchange = self._per_chunk("dsm_all_exchange")
+        shuffle_bytes = self._per_chunk("dsm_shuffle")
+        shuffle = self.cl.shuffle
+        for p in range(self.n_passes):
+            for _ in range(self.k_steps):
+                yield from self.stage_mma(flops0)
+            for nbytes in exchange[p]:
+                yield from self.dsm_step("dsm_all_exchange", nbytes)
+            # ring: push the slice the next peer needs while multiplying the one we hold
+            ring_total = sum(shuffle_bytes[p])
+            boundaries = shuffle - 1
+            if ring_total and boundaries <= 0:
+                yield from self.dsm_step("dsm_shuffle", ring_total)
+            for s in range(shuffle):
+                push = None
+                if ring_total and s < boundaries:
+                    start = self.env.now
+                    push = self.dsm_push(ring_total / boundaries)
+                for _ in range(self.d_steps_per_slice):
+                    yield from self.stage_mma(flops1)
+                if push is not None:
+                    yield push
+                    yield self.env.timeout(self.dsm_latency_ns)
+                    if self.trace is not None:
+                        self.trace.span(self.sm_ids, "dsm_shuffle", "exchange", start, self.env.now)
+        for s in self.steps.get("dsm_reduce_scatter", []):
+            for _ in range(s.times):
+                yield from self.dsm_step("dsm_reduce_scatter", s.bytes_per_block)
+        yield from self._store_e()
+        yield from self.cluster_barrier("barrier (before exit)")
+
+    def _store_e(self):
+        cl = self.cl
+        bm = self.bm
+        width = max(self.bl // cl.reduce, 1)
+        inter = self.steps.get("inter_cluster_reduce", [])
+        e = self.layouts["E"]
+        gran: dict[Key, int] = {}
+        for m, _nc, ni, k_j in self.blocks_xy:
+            b = ni * cl.k + k_j
+            g, q = divmod(b, cl.l)
+            gran.update(e.keys(m * bm, q * self.bl + g * width, bm, width))
+        if inter:
+            per_block = sum(s.bytes_per_block * s.times for s in inter)
+            scale = per_block / max(bm * width * self.eb, 1)  # fp32 partials are wider than bf16 E
+            items = [(k, int(v * scale)) for k, v in gran.items()]
+            ev = self.mem.atomic_add(items, per_block * self.blocks, self.sms)
+            yield from self.timed(ev, "inter_cluster_reduce", "store")
+        else:
+            ev = self.mem.store(list(gran.items()), bm * width * self.eb * self.blocks, self.sms)
+            yield from self.timed(ev, "store E", "store")
