@@ -1,0 +1,131 @@
+"""Measured kernels from JSON files (`fusesim bench`, the PyTorch baselines), read tolerantly.
+
+The bench format is still settling, so this reader looks for what any of them must say: a case
+id, a time, and (when Nsight Compute ran) byte counters. A file it cannot read is reported in
+`warnings` and skipped: a roofline with predictions only is better than no roofline.
+
+Recognised shapes: a list of entries, or a mapping with `results`, `kernels`, `cases` or
+`measurements`; an entry has `case` and either a time (`time_us`, `median_us`, `measured_us`,
+`queued_median_us`, `time_ms`) or nested timing blocks (`eager: {queued_median_us}`,
+`graph: {...}`), each of which becomes its own measurement named `<strategy>-<block>`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TIME_KEYS_US = ("time_us", "median_us", "measured_us", "queued_median_us", "sync_median_us")
+HBM_READ = ("dram__bytes_read.sum", "dram_bytes_read", "hbm_read", "hbm_read_bytes")
+HBM_WRITE = ("dram__bytes_write.sum", "dram_bytes_write", "hbm_write", "hbm_write_bytes")
+L2_KEYS = ("lts__t_bytes.sum", "l2_bytes", "l2")
+DSM_KEYS = ("l1tex__m_xbar2l1tex_read_bytes_mem_dshared.sum", "dsm_bytes", "dsm")
+
+
+@dataclass
+class Measurement:
+    case: str
+    strategy: str
+    time_us: float
+    hbm_bytes: float | None = None
+    l2_bytes: float | None = None
+    dsm_bytes: float | None = None
+    flops: float | None = None
+    source: str = ""
+
+
+@dataclass
+class MeasuredSet:
+    items: list[Measurement] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}/"))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _pick(flat: dict[str, Any], keys: tuple[str, ...]) -> float | None:
+    for k, v in flat.items():
+        leaf = k.rsplit("/", 1)[-1]
+        if leaf in keys and isinstance(v, int | float) and not isinstance(v, bool):
+            return float(v)
+    return None
+
+
+def _time_us(d: dict[str, Any]) -> float | None:
+    for k in TIME_KEYS_US:
+        v = d.get(k)
+        if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
+            return float(v)
+    v = d.get("time_ms")
+    if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
+        return float(v) * 1e3
+    return None
+
+
+def _entries(doc: Any) -> list[dict[str, Any]]:
+    if isinstance(doc, list):
+        return [e for e in doc if isinstance(e, dict)]
+    if isinstance(doc, dict):
+        for key in ("results", "kernels", "cases", "measurements"):
+            if isinstance(doc.get(key), list):
+                return [e for e in doc[key] if isinstance(e, dict)]
+        if "case" in doc:
+            return [doc]
+    return []
+
+
+def _from_entry(e: dict[str, Any], source: str) -> list[Measurement]:
+    case = e.get("case") or e.get("case_id")
+    if not isinstance(case, str):
+        return []
+    plan = e.get("plan")
+    strategy = e.get("strategy") or (plan.get("strategy") if isinstance(plan, dict) else None)
+    strategy = strategy if isinstance(strategy, str) else "pytorch"
+    flat = _flatten(e)
+    hr, hw_ = _pick(flat, HBM_READ), _pick(flat, HBM_WRITE)
+    hbm = (hr or 0.0) + (hw_ or 0.0) if hr is not None or hw_ is not None else None
+    l2, dsm = _pick(flat, L2_KEYS), _pick(flat, DSM_KEYS)
+    flops = float(e["gflop"]) * 1e9 if isinstance(e.get("gflop"), int | float) else None
+    out = []
+    t = _time_us(e) or (_time_us(e["timing"]) if isinstance(e.get("timing"), dict) else None)
+    if t is not None:
+        out.append(Measurement(case, strategy, t, hbm, l2, dsm, flops, source))
+    else:
+        for block, body in e.items():
+            if isinstance(body, dict) and block not in ("plan", "chain", "ncu", "env", "conv"):
+                tb = _time_us(body)
+                if tb is not None:
+                    out.append(Measurement(case, f"{strategy}-{block}", tb, hbm, l2, dsm, flops, source))
+    return out
+
+
+def load_measured(path: str | Path | None) -> MeasuredSet:
+    """Every measurement under a folder (recursively) or in one JSON file; absent path -> empty."""
+    res = MeasuredSet()
+    if path is None:
+        return res
+    p = Path(path)
+    if not p.exists():
+        res.warnings.append(f"{p}: no such file or folder (plotting predictions only)")
+        return res
+    files = sorted(p.rglob("*.json")) if p.is_dir() else [p]
+    for f in files:
+        try:
+            doc = json.loads(f.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            res.warnings.append(f"{f}: skipped ({type(exc).__name__})")
+            continue
+        got = [m for e in _entries(doc) for m in _from_entry(e, str(f))]
+        if not got:
+            res.warnings.append(f"{f}: no measurements recognised")
+        res.items.extend(got)
+    return res

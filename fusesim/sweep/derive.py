@@ -1,0 +1,116 @@
+"""Derived overrides: named, documented rules that keep a swept hardware description valid.
+
+A sweep that sets `max_cluster_size: 32` on an H100 produces an invalid machine: the DSM tables
+stop at 16 and no GPC holds 32 SMs. Rather than silently inventing numbers, a sweep spec opts in to
+each rule by name (`derive: [cluster_tables, gpc_layout]`); every table or layout a rule touched
+gets its provenance entry extended with "sweep-derived (<rule>): ...", so a result row can always be
+traced back to which numbers were measured and which were extrapolated.
+
+Rules run after the `vary` overrides and before the `scale` factors, so a scaled DSM bandwidth
+also scales the extrapolated entries.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+CLUSTER_TABLES_BANDWIDTH = ("dsm_push_bandwidth_gbps_per_sm", "dsm_pull_bandwidth_gbps_per_sm")
+CLUSTER_TABLES_LATENCY = ("dsm_latency_ns", "cluster_barrier_ns")
+
+
+def _sizes(max_cluster_size: int) -> list[int]:
+    """Cluster sizes a table must cover: the powers of two from 2 up to max_cluster_size."""
+    out, s = [], 2
+    while s <= max_cluster_size:
+        out.append(s)
+        s *= 2
+    return out
+
+
+def _note(raw: dict[str, Any], key: str, rule: str, text: str) -> None:
+    prov = raw.setdefault("provenance", {})
+    old = prov.get(key, "")
+    prov[key] = f"{old}; sweep-derived ({rule}): {text}" if old else f"sweep-derived ({rule}): {text}"
+
+
+def cluster_tables(raw: dict[str, Any]) -> dict[str, Any]:
+    """Fit the four by-cluster-size tables to max_cluster_size.
+
+    Entries above max_cluster_size are dropped. Missing sizes above the largest known one are
+    extrapolated: per-SM DSM bandwidth is held at the value of the largest measured size (the
+    H200 measurement is flat, 31-35 GB/s push from 2 to 16 blocks, so the SM's port, not the
+    cluster, is the limit); latency and barrier cost grow by the last measured increment per
+    doubling (both tables grow roughly linearly in log2(cluster size)).
+    """
+    mcs = raw.get("max_cluster_size")
+    if not isinstance(mcs, int) or mcs < 1 or mcs & (mcs - 1):
+        return raw  # hardware validation reports the bad value itself
+    want = _sizes(mcs)
+    for key in CLUSTER_TABLES_BANDWIDTH + CLUSTER_TABLES_LATENCY:
+        table = raw.get(key)
+        if not isinstance(table, dict) or not table:
+            continue
+        known = {int(k): float(v) for k, v in table.items()}
+        new: dict[int, float] = {}
+        added: list[int] = []
+        ks = sorted(known)
+        for s in want:
+            if s in known:
+                new[s] = known[s]
+                continue
+            below = [k for k in ks if k < s]
+            if not below:  # a size below every measured one: take the smallest measured
+                new[s] = known[ks[0]]
+            elif key in CLUSTER_TABLES_BANDWIDTH:
+                new[s] = known[below[-1]]
+            else:
+                last = below[-1]
+                prev = below[-2] if len(below) > 1 else None
+                step = (known[last] - known[prev]) / math.log2(last / prev) if prev else 0.0
+                new[s] = round(known[last] + step * math.log2(s / last), 3)
+            added.append(s)
+        dropped = [k for k in ks if k not in want]
+        if added or dropped:
+            raw[key] = new
+            how = "held at the largest measured size" if key in CLUSTER_TABLES_BANDWIDTH else \
+                "extrapolated by the last per-doubling increment"
+            parts = []
+            if added:
+                parts.append(f"sizes {added} {how}")
+            if dropped:
+                parts.append(f"sizes {dropped} dropped (above max_cluster_size {mcs})")
+            _note(raw, key, "cluster_tables", "; ".join(parts))
+    return raw
+
+
+def gpc_layout(raw: dict[str, Any]) -> dict[str, Any]:
+    """Merge adjacent GPCs pairwise until the largest holds one max_cluster_size cluster.
+
+    This models a successor whose GPCs are larger (same SM count). It is applied only when needed,
+    so comparing max_cluster_size 16 against 32 on an H100 base also changes the layout of the 32
+    point (H100 [18 x 6, 16, 8] -> [36, 36, 36, 24]); here 16-block clusters keep their 7 slots, but
+    in general smaller clusters can gain or lose slots too. For a clean comparison at one fixed
+    layout use the hypothetical base hw_configs/hopper_next.yaml.
+    """
+    mcs = raw.get("max_cluster_size")
+    gpcs = raw.get("gpc_sm_counts")
+    if not isinstance(mcs, int) or not isinstance(gpcs, list) or not gpcs:
+        return raw
+    if not all(isinstance(g, int) for g in gpcs):
+        return raw
+    before = list(gpcs)
+    while max(gpcs) < mcs and len(gpcs) > 1:
+        gpcs = [sum(gpcs[i:i + 2]) for i in range(0, len(gpcs), 2)]
+    if gpcs != before:
+        raw["gpc_sm_counts"] = gpcs
+        _note(raw, "gpc_sm_counts", "gpc_layout",
+              f"{before} merged pairwise to {gpcs} so a {mcs}-block cluster fits in one GPC")
+    return raw
+
+
+RULES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "cluster_tables": cluster_tables,
+    "gpc_layout": gpc_layout,
+}

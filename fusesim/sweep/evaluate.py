@@ -1,0 +1,196 @@
+"""Per-point evaluation: the only place a sweep touches the planner and the simulator.
+
+An evaluator is a module-level function `fn(task) -> list[dict]` returning one dict of metric
+columns per strategy of the task (same order), optionally with `status` ("ok", "infeasible",
+"error") and `error`. It is named in specs as "module:function" so that worker processes and Dask
+workers import it by name; it must be deterministic (same task, same numbers), which is what
+makes local and Dask runs give identical files.
+
+- `evaluate_case`: the real one — the planner's best plan per strategy, then its simulation.
+- `bound_case`: an analytic bound with no planner and no simulator (max of FLOPs at the tensor
+  peak and bytes at HBM bandwidth, plus launch overheads); cheap, for smoke tests and for
+  measuring the sweep machinery's own overhead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+from fusesim.sweep.spec import HardwarePoint, Task
+from fusesim.workload import Chain, load_workload
+
+# Columns an evaluator may fill, in file order. Wall-clock columns are the only ones that differ
+# between two runs of the same grid (see NONDETERMINISTIC_COLUMNS).
+METRIC_COLUMNS = (
+    "hw_name", "hw_fingerprint", "flops", "floor_us",
+    "plan_strategy", "pred_time_us", "pred_bound", "pred_hbm_bytes", "pred_l2_bytes", "pred_dsm_bytes",
+    "pred_smem_bytes",
+    "sim_time_us", "sim_hbm_read_bytes", "sim_hbm_write_bytes", "sim_l2_read_bytes", "sim_l2_write_bytes",
+    "sim_dsm_bytes", "sim_util_tensor", "sim_util_hbm", "sim_util_dsm", "sim_util_l2", "sim_events",
+    "cluster_m", "cluster_n", "cluster_k", "cluster_l", "cluster_size", "block_m", "block_n", "block_k",
+    "block_l", "grid_m", "n_split", "n_passes", "stages", "instruction", "buildable", "plan",
+    "search_candidates", "search_s", "sim_wall_s", "eval_wall_s",
+)
+NONDETERMINISTIC_COLUMNS = ("search_s", "sim_wall_s", "eval_wall_s")
+
+Evaluator = Callable[[Task], list[dict[str, Any]]]
+
+
+@lru_cache(maxsize=64)
+def _workload_chains(path: str) -> dict[str, Chain]:
+    return {c.case_id: c for c in load_workload(path).cases}
+
+
+def chain_of(workload_path: str, case_id: str) -> Chain:
+    return _workload_chains(workload_path)[case_id]
+
+
+@lru_cache(maxsize=16)
+def resolve_evaluator(name: str) -> Evaluator:
+    module, _, fn = name.partition(":")
+    return getattr(importlib.import_module(module), fn)
+
+
+def _one_line(exc: BaseException) -> str:
+    msg = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {msg}"[:500]
+
+
+def run_task(task: Task) -> list[dict[str, Any]]:
+    """Evaluate a task in a worker; never raises — a failure becomes error rows, the sweep goes on."""
+    t0 = time.perf_counter()
+    try:
+        metrics = resolve_evaluator(task.evaluator)(task)
+        if len(metrics) != len(task.strategies):
+            raise RuntimeError(f"evaluator returned {len(metrics)} rows for {len(task.strategies)} strategies")
+    except Exception as exc:  # noqa: BLE001 - recorded in the row, by design
+        metrics = [{"status": "error", "error": _one_line(exc)} for _ in task.strategies]
+    wall = time.perf_counter() - t0
+    rows = []
+    for pid, strategy, m in zip(task.point_ids, task.strategies, metrics, strict=True):
+        row: dict[str, Any] = {"point_id": pid, "hw_base": task.hw.base.rsplit("/", 1)[-1]}
+        row.update(dict(task.axes))
+        row.update({"workload": task.workload_name, "case": task.case_id, "strategy": strategy})
+        row.update({k: v for k, v in m.items() if k not in ("point_id", "case", "strategy", "workload")})
+        row.setdefault("status", "ok")
+        row.setdefault("eval_wall_s", round(wall / len(task.strategies), 6))
+        rows.append(row)
+    return rows
+
+
+# ---- the real evaluator -------------------------------------------------------------------------
+def _plan_columns(plan: Any) -> dict[str, Any]:
+    c, t = plan.cluster, plan.tiles
+    return {
+        "plan_strategy": plan.strategy, "cluster_m": c.m, "cluster_n": c.n, "cluster_k": c.k, "cluster_l": c.l,
+        "cluster_size": c.size, "block_m": t.block_m, "block_n": t.block_n, "block_k": t.block_k,
+        "block_l": t.block_l, "grid_m": plan.grid_m, "n_split": plan.n_split, "n_passes": plan.n_passes,
+        "stages": plan.stages, "instruction": plan.instruction, "buildable": bool(plan.buildable),
+        "plan": plan.summary(),
+    }
+
+
+def _prediction_columns(pred: Any) -> dict[str, Any]:
+    b = dict(getattr(pred, "bytes", {}) or {})
+    return {
+        "pred_time_us": pred.time_ns / 1e3, "pred_bound": b.pop("bound", getattr(pred, "bound", None)),
+        "pred_hbm_bytes": b.get("hbm"), "pred_l2_bytes": b.get("l2"), "pred_dsm_bytes": b.get("dsm"),
+        "pred_smem_bytes": b.get("smem"),
+    }
+
+
+def _sim_columns(res: Any) -> dict[str, Any]:
+    b, u = dict(res.bytes or {}), dict(res.utilization or {})
+    return {
+        "sim_time_us": res.time_ns / 1e3, "sim_hbm_read_bytes": b.get("hbm_read"),
+        "sim_hbm_write_bytes": b.get("hbm_write"), "sim_l2_read_bytes": b.get("l2_read"),
+        "sim_l2_write_bytes": b.get("l2_write"), "sim_dsm_bytes": b.get("dsm"),
+        "sim_util_tensor": u.get("tensor"), "sim_util_hbm": u.get("hbm"), "sim_util_dsm": u.get("dsm"),
+        "sim_util_l2": u.get("l2"), "sim_events": res.events, "sim_wall_s": res.wall_s,
+    }
+
+
+def evaluate_case(task: Task) -> list[dict[str, Any]]:
+    """The planner's best plan for each strategy of the task, and its simulation on the same machine."""
+    from fusesim.planner import plan_case
+    from fusesim.sim import simulate
+
+    hw = task.hw.hardware()
+    chain = chain_of(task.workload, task.case_id)
+    base = {"hw_name": hw.name, "hw_fingerprint": hw.fingerprint, "flops": chain.flops,
+            "floor_us": chain.floor_ns(hw) / 1e3}
+    wanted = ("unfused", "smem", "dsm") if "best" in task.strategies else tuple(task.strategies)
+    res = plan_case(chain, hw, strategies=wanted, top_k=1)
+    stats = getattr(res, "search", None)
+    base["search_candidates"] = getattr(stats, "candidates", None)
+    base["search_s"] = getattr(stats, "seconds", None)
+    out = []
+    for strategy in task.strategies:
+        row = dict(base)
+        if strategy == "best":
+            scored = [sp[0] for sp in res.plans.values() if sp]
+            best = min(scored, key=lambda sp: sp.predicted.time_ns) if scored else None
+            reason = "; ".join(f"{s}: {r}" for s, r in sorted(res.infeasible.items()))
+        else:
+            cands = res.plans.get(strategy) or []
+            best = cands[0] if cands else None
+            reason = res.infeasible.get(strategy, "no feasible plan")
+        if best is None:
+            row.update({"status": "infeasible", "error": " ".join(str(reason).split())[:500]})
+            out.append(row)
+            continue
+        row.update(_plan_columns(best.plan))
+        row.update(_prediction_columns(best.predicted))
+        try:
+            row.update(_sim_columns(simulate(best.plan, hw, trace=False)))
+        except Exception as exc:  # noqa: BLE001 - one strategy's failure is that row's error
+            row.update({"status": "error", "error": _one_line(exc)})
+        out.append(row)
+    return out
+
+
+def evaluate_point(base_hw_path: str, overrides: dict[str, Any] | None, workload_path: str, case_id: str,
+                   strategy: str, *, scale: dict[str, float] | None = None,
+                   derive: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One row without a sweep (notebooks, scripts): same columns as a sweep row.
+
+    `scale` maps a dotted path to a factor; `derive` names rules of fusesim/sweep/derive.py.
+    """
+    from pathlib import Path
+
+    from fusesim.sweep.spec import DEFAULT_EVALUATOR, _resolve
+
+    base = _resolve(base_hw_path, "hw_configs", None, "<evaluate_point>", "hw")
+    wpath = _resolve(workload_path, "workloads", None, "<evaluate_point>", "workload")
+    hwp = HardwarePoint(base, tuple(sorted((overrides or {}).items())),
+                        tuple(((k,), float(f)) for k, f in sorted((scale or {}).items())), tuple(derive))
+    axes = tuple(sorted((overrides or {}).items()))
+    task = Task(hwp, axes, wpath, Path(wpath).stem, case_id, (strategy,), ("-",), DEFAULT_EVALUATOR)
+    return run_task(task)[0]
+
+
+# ---- a cheap analytic evaluator -----------------------------------------------------------------
+def bound_case(task: Task) -> list[dict[str, Any]]:
+    """Optimistic bound per strategy: no planner, no simulator (machinery tests, overhead benchmarks).
+
+    unfused moves the intermediate through HBM twice and pays two launches; fused strategies move
+    only the unique inputs and the output and pay one launch. No tiling, no waves, no contention.
+    """
+    hw = task.hw.hardware()
+    chain = chain_of(task.workload, task.case_id)
+    compute_ns = chain.flops / hw.tensor_flops_per_ns(hw.best_instruction(), chain.dtype)
+    out = []
+    for strategy in task.strategies:
+        hbm = chain.min_bytes + (2 * chain.c_bytes if strategy == "unfused" else 0)
+        launches = 2 if strategy == "unfused" else 1
+        t_ns = max(compute_ns, hbm / hw.hbm_bandwidth_gbps) + launches * hw.launch_overhead_us * 1e3
+        out.append({"hw_name": hw.name, "hw_fingerprint": hw.fingerprint, "flops": chain.flops,
+                    "floor_us": chain.floor_ns(hw) / 1e3, "plan_strategy": strategy,
+                    "pred_time_us": t_ns / 1e3, "pred_hbm_bytes": hbm,
+                    "pred_bound": "compute" if compute_ns * hw.hbm_bandwidth_gbps >= hbm else "memory"})
+    return out
+

@@ -1,0 +1,138 @@
+"""Run a sweep: expand the grid, skip finished points, evaluate the rest, append rows as they finish."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from fusesim import __version__
+from fusesim.sweep.evaluate import METRIC_COLUMNS
+from fusesim.sweep.executors import run_dask, run_processes
+from fusesim.sweep.spec import SweepSpec
+from fusesim.sweep.store import ResultStore, write_parquet
+from fusesim.yamlio import atomic_write
+
+ID_COLUMNS = ("point_id", "sweep", "hw_base")
+KEY_COLUMNS = ("workload", "case", "strategy", "status", "error")
+
+
+def columns_for(spec: SweepSpec) -> list[str]:
+    """Fixed for a spec: identity, one column per axis, the case key, the metrics."""
+    return [*ID_COLUMNS, *spec.axis_columns, *KEY_COLUMNS, *METRIC_COLUMNS]
+
+
+def default_out(spec: SweepSpec) -> Path:
+    """Each named sweep gets its own folder, so two sweeps never write into each other's file."""
+    return Path("out") / "sweeps" / spec.name / "results.csv"
+
+
+@dataclass
+class SweepSummary:
+    name: str
+    out: str
+    parquet: str | None
+    total_rows: int
+    already_done: int
+    computed: int
+    ok: int = 0
+    infeasible: int = 0
+    errors: int = 0
+    executor: str = "local"
+    workers: int = 1
+    wall_s: float = 0.0
+    tasks: int = 0
+    dropped_torn: int = 0
+    first_errors: list[str] = field(default_factory=list)
+
+    @property
+    def rows_per_s(self) -> float:
+        return self.computed / self.wall_s if self.wall_s > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["rows_per_s"] = self.rows_per_s
+        return d
+
+
+def run_sweep(spec: SweepSpec, out: str | Path | None = None, *, jobs: int = 1, dask: bool = False,
+              scheduler: str | None = None, retry_errors: bool = False, progress: bool = True,
+              parquet: bool = True, limit: int | None = None) -> SweepSummary:
+    """Evaluate every missing row of the grid; safe to kill at any moment and run again.
+
+    `limit` caps how many tasks run this time (a partial run that a later run completes).
+    """
+    out_path = Path(out) if out else default_out(spec)
+    columns = columns_for(spec)
+    store = ResultStore(out_path, columns)
+    done = store.open(retry_errors=retry_errors)
+    t0 = time.perf_counter()
+    try:
+        tasks, total = spec.tasks(done)
+        already = total - sum(len(t.strategies) for t in tasks)
+        if limit is not None:
+            tasks = tasks[:limit]
+        executor = "dask" if (dask or scheduler) else "local"
+        summary = SweepSummary(spec.name, str(out_path), None, total, already,
+                               0, executor=executor, workers=jobs, tasks=len(tasks),
+                               dropped_torn=store.dropped_torn)
+        _write_meta(out_path, spec, summary, started=True)
+        todo_rows = sum(len(t.strategies) for t in tasks)
+        bar = _progress(todo_rows, spec.name, progress, initial=summary.already_done, total=total)
+        stream = run_dask(tasks, jobs, scheduler) if executor == "dask" else run_processes(tasks, jobs)
+        for _task, rows in stream:
+            for r in rows:
+                r["sweep"] = spec.name
+            store.append(rows)
+            for r in rows:
+                st = r.get("status")
+                if st == "ok":
+                    summary.ok += 1
+                elif st == "infeasible":
+                    summary.infeasible += 1
+                else:
+                    summary.errors += 1
+                    if len(summary.first_errors) < 5:
+                        summary.first_errors.append(f"{r.get('case')}/{r.get('strategy')}: {r.get('error')}")
+            summary.computed += len(rows)
+            if bar is not None:
+                bar.update(len(rows))
+                if summary.errors:
+                    bar.set_postfix(errors=summary.errors, refresh=False)
+        if bar is not None:
+            bar.close()
+    finally:
+        store.close()
+    summary.wall_s = time.perf_counter() - t0
+    if parquet and write_parquet(out_path, out_path.with_suffix(".parquet")):
+        summary.parquet = str(out_path.with_suffix(".parquet"))
+    _write_meta(out_path, spec, summary, started=False)
+    return summary
+
+
+def _progress(n: int, name: str, enabled: bool, initial: int, total: int) -> Any:
+    if not enabled or n == 0:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, initial=initial, desc=name, unit="row", file=sys.stderr, dynamic_ncols=True,
+                smoothing=0.1)
+
+
+def _write_meta(out_path: Path, spec: SweepSpec, summary: SweepSummary, started: bool) -> None:
+    """A sidecar that says what produced the CSV: spec, versions, executor, counts."""
+    meta = {
+        "fusesim_version": __version__,
+        "spec": spec.to_dict(),
+        "columns": columns_for(spec),
+        "state": "running" if started else "finished",
+        "time_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "summary": summary.to_dict(),
+    }
+    atomic_write(out_path.with_suffix(".meta.json"), json.dumps(meta, indent=2, default=str) + "\n")
