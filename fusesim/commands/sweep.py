@@ -101,7 +101,8 @@ def run_cmd(args: argparse.Namespace) -> int:
         if args.format == "json":
             print_json(info)
         else:
-            print(f"{spec.name}: {info['machines']} machines x cases x {len(spec.strategies)} strategies = "
+            print(f"{spec.name}: {info['machines']} machines x {len(spec.chains())} cases x "
+                  f"{len(spec.strategies)} strategies = "
                   f"{total} rows in {len(tasks)} tasks; axes: {', '.join(spec.axis_columns) or '-'}; "
                   f"out: {info['out']}")
         return 0

@@ -51,6 +51,8 @@ def spans(events: list[dict[str, Any]]) -> tuple[dict[tuple[Any, Any], list[tupl
         ph, key = e.get("ph"), (e.get("pid", 0), e.get("tid", 0))
         if ph == "M" and e.get("name") == "thread_name":
             names[key] = str((e.get("args") or {}).get("name", key[1]))
+        elif ph == "M" and e.get("name") == "process_name":
+            names.setdefault(key, str((e.get("args") or {}).get("name", key[0])))
         elif ph == "X" and isinstance(e.get("ts"), int | float):
             tracks[key].append((float(e["ts"]), float(e.get("dur") or 0.0), str(e.get("name", "?"))))
         elif ph == "B" and isinstance(e.get("ts"), int | float):
@@ -89,8 +91,8 @@ def plot_timeline(events: list[dict[str, Any]], max_tracks: int = 24, title: str
     shown = f"{len(keys)} of {len(tracks)} tracks" if len(tracks) > len(keys) else f"{len(keys)} tracks"
     ax.set_title(title or f"Simulated timeline ({shown})")
     if kinds:
-        ax.legend(handles=[Patch(color=color[n], label=n) for n in kinds], fontsize=7, loc="upper right",
-                  ncol=min(4, len(kinds)))
+        fig.legend(handles=[Patch(color=color[n], label=n) for n in kinds], fontsize=7,
+                   loc="outside lower center", ncol=min(5, len(kinds)))
     return fig
 
 

@@ -42,12 +42,17 @@ def cluster_tables(raw: dict[str, Any]) -> dict[str, Any]:
     extrapolated: per-SM DSM bandwidth is held at the value of the largest measured size (the
     H200 measurement is flat, 31-35 GB/s push from 2 to 16 blocks, so the SM's port, not the
     cluster, is the limit); latency and barrier cost grow by the last measured increment per
-    doubling (both tables grow roughly linearly in log2(cluster size)).
+    doubling (both tables grow roughly linearly in log2(cluster size)). portable_cluster_size is
+    clamped to max_cluster_size (a machine cannot guarantee more than it allows).
     """
     mcs = raw.get("max_cluster_size")
     if not isinstance(mcs, int) or mcs < 1 or mcs & (mcs - 1):
         return raw  # hardware validation reports the bad value itself
     want = _sizes(mcs)
+    portable = raw.get("portable_cluster_size")
+    if isinstance(portable, int) and portable > mcs:
+        raw["portable_cluster_size"] = mcs
+        _note(raw, "portable_cluster_size", "cluster_tables", f"clamped from {portable} to max_cluster_size {mcs}")
     for key in CLUSTER_TABLES_BANDWIDTH + CLUSTER_TABLES_LATENCY:
         table = raw.get(key)
         if not isinstance(table, dict) or not table:
