@@ -1,10 +1,13 @@
 """`simulate(plan, hw)`: run a Plan's kernel(s) on the SimPy machine and report time, bytes, utilization.
 
-The kernel launcher is a SimPy process: launch overhead before the first kernel, `kernel_gap_us`
-between dependent kernels (stream order: a kernel starts after the previous one's last block and
-its stores). After the last kernel the plan's outputs still dirty in L2 are written back to HBM
-and the time includes draining them (so no plan beats min bytes / HBM bandwidth); intermediates
-that are dead by then (the unfused C) are dropped.
+The kernel launcher is a SimPy process: every kernel pays `launch_overhead_us` (front-end: launch
+to first block), dependent kernels are separated by `kernel_gap_us` (stream order: a kernel starts
+after the previous one's last block and its stores), and a fused plan with n_split > 1 first
+zeroes E (memset: E written into L2, then one kernel gap) -- the same accounting as
+fusesim.planner.cost. After the last kernel the outputs still dirty in L2 are written back to
+HBM and the time includes draining them (so no plan beats min bytes / HBM bandwidth); those bytes
+are `drain_bytes`, not `hbm_write` (which counts what reaches HBM while the kernels run, as Nsight
+Compute and fusesim.planner.dataflow do). Dead intermediates (the unfused C) are dropped.
 
 Determinism: no randomness, no hashing of unordered collections into the event order (tile sets
 are sorted before use), so the same inputs give the same outputs bit for bit.
@@ -22,7 +25,7 @@ from simpy.core import EmptySchedule
 from fusesim.hardware import Hardware
 from fusesim.plan import Plan
 from fusesim.sim.gpu import GPU, dispatch
-from fusesim.sim.kernels import FusedCohort, GemmCohort, layouts_for, raster
+from fusesim.sim.kernels import FusedCohort, GemmCohort, l2_priority, layouts_for, raster
 
 
 @dataclass
@@ -36,6 +39,7 @@ class SimResult:
     utilization: dict[str, float]
     events: int
     wall_s: float
+    drain_bytes: int = 0  # output bytes written back to HBM after the last kernel (timed, not in bytes)
     kernels: list[dict[str, Any]] = field(default_factory=list)  # name, start_ns, end_ns, waves, blocks_per_sm
     trace: list[dict[str, Any]] | None = None
 
@@ -54,11 +58,17 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
     hw = gpu.hw
     layouts = layouts_for(plan)
     for i, kernel in enumerate(plan.kernels):
-        wait_us = hw.launch_overhead_us if i == 0 else hw.kernel_gap_us
+        if i > 0:  # stream order: the dependent kernel waits for the previous one to drain
+            t0 = env.now
+            yield env.timeout(hw.kernel_gap_us * 1e3)
+            if gpu.trace is not None:
+                gpu.trace.host_span("kernel gap", "launch", t0, env.now)
+        if kernel.op == "fused" and plan.n_split > 1:
+            yield from _memset_e(env, gpu, plan, layouts)
         t0 = env.now
-        yield env.timeout(wait_us * 1e3)
+        yield env.timeout(hw.launch_overhead_us * 1e3)  # front-end: launch to first block, per kernel
         if gpu.trace is not None:
-            gpu.trace.host_span("launch" if i == 0 else "kernel gap", "launch", t0, env.now)
+            gpu.trace.host_span("launch " + kernel.name, "launch", t0, env.now)
         bps = hw.blocks_per_sm(kernel.smem_bytes, kernel.threads, kernel.regs_per_thread)
         if bps == 0:
             raise ValueError(f"{plan.case_id} {plan.strategy}: kernel {kernel.name} does not fit on an SM "
@@ -90,11 +100,24 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
         gpu.trace.host_span("L2 write-back of E", "memory", t0, env.now)
 
 
+def _memset_e(env: simpy.Environment, gpu: GPU, plan: Plan, layouts):
+    """cudaMemsetAsync of E before a kernel whose clusters reduce-add into it (inter_cluster_reduce):
+    E's lines are written (dirty) into L2 by all SMs, then the stream waits one kernel gap."""
+    e = layouts["E"]
+    ch = plan.chain
+    t0 = env.now
+    gran = e.keys(0, 0, ch.m, ch.l)
+    yield gpu.mem.store(gran, sum(b for _k, b in gran), gpu.hw.sm_count)
+    yield env.timeout(gpu.hw.kernel_gap_us * 1e3)
+    if gpu.trace is not None:
+        gpu.trace.host_span("memset E", "memory", t0, env.now)
+
+
 def simulate(plan: Plan, hw: Hardware, trace: bool = False) -> SimResult:
     """Execute `plan` on `hw`; see the module docstrings of fusesim.sim for what is modelled."""
     wall0 = time.perf_counter()
     env = simpy.Environment()
-    gpu = GPU(env, hw, trace)
+    gpu = GPU(env, hw, trace, l2_priority(plan))
     log: list[dict[str, Any]] = []
     env.process(_launcher(env, gpu, plan, log))
     events = 0
@@ -122,6 +145,6 @@ def simulate(plan: Plan, hw: Hardware, trace: bool = False) -> SimResult:
     }
     return SimResult(
         case=plan.case_id, strategy=plan.strategy, time_ns=t_ns, bytes=b, utilization=util,
-        events=events, wall_s=time.perf_counter() - wall0, kernels=log,
+        events=events, wall_s=time.perf_counter() - wall0, drain_bytes=int(mem.drain_bytes), kernels=log,
         trace=gpu.trace.to_chrome() if gpu.trace is not None else None,
     )

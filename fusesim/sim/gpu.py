@@ -25,10 +25,10 @@ from fusesim.sim.trace import TraceRecorder
 class GPU:
     """SMs grouped in GPCs (uneven sizes from `hw.gpc_sm_counts`), HBM + L2, and the trace."""
 
-    def __init__(self, env: simpy.Environment, hw: Hardware, trace: bool):
+    def __init__(self, env: simpy.Environment, hw: Hardware, trace: bool, l2_priority: dict[str, int] | None = None):
         self.env = env
         self.hw = hw
-        self.mem = MemorySystem(env, hw)
+        self.mem = MemorySystem(env, hw, l2_priority)
         self.gpc_first_sm: list[int] = []
         sm_gpc: list[int] = []
         for g, n in enumerate(hw.gpc_sm_counts):

@@ -73,9 +73,46 @@ def layouts_for(plan: Plan) -> dict[str, TensorLayout]:
     return out
 
 
+def l2_priority(plan: Plan) -> dict[str, int]:
+    """Eviction priority per tensor (higher stays): outputs, then the intermediate, then inputs by
+    decreasing reuse (ties: smaller first, then A, B, D) -- the ranking of fusesim.planner.dataflow.
+    Reuse = how many times apart in time a tensor is streamed (readers of one wave share a stream)."""
+    ch = plan.chain
+    if plan.strategy == "unfused":
+        k0, k1 = plan.kernels[0].tiles, plan.kernels[-1].tiles
+        reuse = {"A": -(-ch.n // k0.block_n), "B": -(-ch.m // k0.block_m), "D": -(-ch.m // k1.block_m)}
+    else:
+        reuse = {"A": plan.n_split * plan.n_passes, "B": plan.grid_m, "D": plan.grid_m}
+    size = {"A": ch.a_bytes, "B": ch.b_bytes, "D": ch.d_bytes}
+    ranked = sorted("ABD", key=lambda t: (-reuse[t], size[t], "ABD".index(t)))
+    prio = {t: 10 - i for i, t in enumerate(ranked)}
+    prio["Bg"] = prio["Bu"] = prio["B"]
+    prio["C"] = 20
+    prio["E"] = 30
+    return prio
+
+
 def _d_step_rows(plan: Plan) -> int:
     t = plan.tiles
     return t.block_k if t.block_k and t.block_n % t.block_k == 0 else t.block_n
+
+
+def _counts(items) -> list[tuple[tuple[int, ...], int]]:
+    """Distinct items with multiplicities, sorted (deterministic order)."""
+    out: dict[tuple[int, ...], int] = {}
+    for it in items:
+        out[it] = out.get(it, 0) + 1
+    return sorted(out.items())
+
+
+def _add(gran: dict[Key, int], keys: list[tuple[Key, int]]) -> int:
+    """Merge a tile's granules into the stage's set; returns the tile's real bytes (edges clipped:
+    TMA moves nothing for rows/columns beyond the tensor)."""
+    total = 0
+    for key, nbytes in keys:
+        gran[key] = nbytes
+        total += nbytes
+    return total
 
 
 def raster(tiles_m: int, tiles_n: int, split: int) -> list[tuple[int, int, int]]:
@@ -118,17 +155,16 @@ class GemmCohort(Cohort):
 
     def loads(self) -> Iterator[tuple[Granules, int]]:
         bm, bn, bk = self.bm, self.bn, self.bk
-        a_rows = sorted({(m, s) for m, _n, s in self.coords})
-        b_cols = sorted({(n, s) for _m, n, s in self.coords})
-        per_block = (bm * bk + len(self.rhs) * bk * bn) * self.eb
-        l2_bytes = per_block * self.blocks
+        a_rows = _counts((m, s) for m, _n, s in self.coords)
+        b_cols = _counts((n, s) for _m, n, s in self.coords)
         for step in range(self.steps):
             gran: dict[Key, int] = {}
-            for m, s in a_rows:
-                gran.update(self.lhs.keys(m * bm, s * self.k_per_split + step * bk, bm, bk))
-            for n, s in b_cols:
+            l2_bytes = 0
+            for (m, s), count in a_rows:
+                l2_bytes += count * _add(gran, self.lhs.keys(m * bm, s * self.k_per_split + step * bk, bm, bk))
+            for (n, s), count in b_cols:
                 for r in self.rhs:
-                    gran.update(r.keys(s * self.k_per_split + step * bk, n * bn, bk, bn))
+                    l2_bytes += count * _add(gran, r.keys(s * self.k_per_split + step * bk, n * bn, bk, bn))
             yield list(gran.items()), l2_bytes
 
     def consume(self):
@@ -137,9 +173,9 @@ class GemmCohort(Cohort):
         for _ in range(self.steps):
             yield from self.stage_mma(flops)
         gran: dict[Key, int] = {}
-        for m, n, _s in sorted(set(self.coords)):
-            gran.update(self.out.keys(m * self.bm, n * self.bn, self.bm, self.bn))
-        l2_bytes = self.bm * self.bn * self.eb * self.blocks
+        l2_bytes = 0
+        for (m, n), count in _counts((m, n) for m, n, _s in self.coords):
+            l2_bytes += count * _add(gran, self.out.keys(m * self.bm, n * self.bn, self.bm, self.bn))
         if self.split > 1:
             ev = self.mem.atomic_add(list(gran.items()), l2_bytes, self.sms)
         else:
@@ -197,39 +233,37 @@ class FusedCohort(Cohort):
         bm, bn, bk, bl = self.bm, self.bn, self.bk, self.bl
         cl = self.cl
         lay = self.layouts
-        nb = len(self._b_tensors(0))
-        a_keep = self.plan.placement.A in ("reg", "smem") and self.n_passes > 1
-        rows = sorted({(m, k_j) for m, _nc, _ni, k_j in self.blocks_xy})
-        g0_per_block = (bm * bk + nb * bk * bn) * self.eb
-        d_per_block = self.d_rows * bl * self.eb
+        mul = self.mode == "mul_exchange"
+        rows = _counts((m, k_j) for m, _nc, _ni, k_j in self.blocks_xy)
+        # D does not depend on the block's M position: group blocks by (n_c, n_i, k_j)
+        nik = _counts((nc, ni, k_j) for _m, nc, ni, k_j in self.blocks_xy)
         for p in range(self.n_passes):
-            cols = sorted({(self._n_tile(nc, p, ni), k_j) for _m, nc, ni, k_j in self.blocks_xy})
+            cols = _counts((self._n_tile(nc, p, ni), k_j) for _m, nc, ni, k_j in self.blocks_xy)
             for step in range(self.k_steps):
                 gran: dict[Key, int] = {}
-                load_a = not (a_keep and p > 0)
-                if load_a:
-                    for m, k_j in rows:
-                        k0 = (0 if self.mode == "mul_exchange" else k_j * self.k_slice) + step * bk
-                        gran.update(lay["A"].keys(m * bm, k0, bm, bk))
-                for n, k_j in cols:
-                    k0 = (0 if self.mode == "mul_exchange" else k_j * self.k_slice) + step * bk
+                l2_bytes = 0
+                for (m, k_j), count in rows:
+                    k0 = (0 if mul else k_j * self.k_slice) + step * bk
+                    l2_bytes += count * _add(gran, lay["A"].keys(m * bm, k0, bm, bk))
+                for (n, k_j), count in cols:
+                    k0 = (0 if mul else k_j * self.k_slice) + step * bk
                     for name in self._b_tensors(k_j):
-                        gran.update(lay[name].keys(k0, n * bn, bk, bn))
-                per_block = g0_per_block - (0 if load_a else bm * bk * self.eb)
-                yield list(gran.items()), per_block * self.blocks
+                        l2_bytes += count * _add(gran, lay[name].keys(k0, n * bn, bk, bn))
+                yield list(gran.items()), l2_bytes
             # GEMM1: block b = n_i*cls_k + k_j is position q = b % cls_l of shuffle group g = b // cls_l;
-            # the group covers slices g*shuffle .. of this chunk, the block the L range q.
+            # the group covers slices g*shuffle .. of this chunk, the block the L range q. Each block
+            # starts the ring with its own slice n_i.
             shuffle = cl.shuffle
             for t in range(shuffle * self.d_steps_per_slice):
                 gran = {}
-                for _m, nc, ni, k_j in self.blocks_xy:
-                    b = ni * cl.k + k_j
-                    g, q = divmod(b, cl.l)
-                    own = ni - g * shuffle  # own slice inside the group, ring starts there
+                l2_bytes = 0
+                for (nc, ni, k_j), count in nik:
+                    g, q = divmod(ni * cl.k + k_j, cl.l)
+                    own = ni - g * shuffle
                     sl = g * shuffle + (own + t // self.d_steps_per_slice) % shuffle
                     row0 = self._n_tile(nc, p, sl) * bn + (t % self.d_steps_per_slice) * self.d_rows
-                    gran.update(lay["D"].keys(row0, q * bl, self.d_rows, bl))
-                yield list(gran.items()), d_per_block * self.blocks
+                    l2_bytes += count * _add(gran, lay["D"].keys(row0, q * bl, self.d_rows, bl))
+                yield list(gran.items()), l2_bytes
 
     def _per_chunk(self, primitive: str) -> list[list[float]]:
         """Bytes per block of each execution of `primitive`, grouped by N chunk (times spread evenly)."""
@@ -277,23 +311,28 @@ class FusedCohort(Cohort):
         yield from self._store_e()
         yield from self.cluster_barrier("barrier (before exit)")
 
-    def _store_e(self):
+    def _e_slices(self) -> list[tuple[tuple[int, ...], int]]:
+        """(m tile, first column) of the E slice each block owns after dsm_reduce_scatter, with counts."""
         cl = self.cl
-        bm = self.bm
         width = max(self.bl // cl.reduce, 1)
-        inter = self.steps.get("inter_cluster_reduce", [])
+        out = []
+        for m, _nc, ni, k_j in self.blocks_xy:
+            g, q = divmod(ni * cl.k + k_j, cl.l)
+            out.append((m, q * self.bl + g * width))
+        return _counts(out)
+
+    def _store_e(self):
+        bm = self.bm
+        width = max(self.bl // self.cl.reduce, 1)
         e = self.layouts["E"]
         gran: dict[Key, int] = {}
-        for m, _nc, ni, k_j in self.blocks_xy:
-            b = ni * cl.k + k_j
-            g, q = divmod(b, cl.l)
-            gran.update(e.keys(m * bm, q * self.bl + g * width, bm, width))
-        if inter:
-            per_block = sum(s.bytes_per_block * s.times for s in inter)
-            scale = per_block / max(bm * width * self.eb, 1)  # fp32 partials are wider than bf16 E
-            items = [(k, int(v * scale)) for k, v in gran.items()]
-            ev = self.mem.atomic_add(items, per_block * self.blocks, self.sms)
+        l2_bytes = 0
+        for (m, c0), count in self._e_slices():
+            l2_bytes += count * _add(gran, e.keys(m * bm, c0, bm, width))
+        if self.steps.get("inter_cluster_reduce"):
+            # bf16 reduce-add of the block's slice into E (zeroed by the memset before the kernel)
+            ev = self.mem.atomic_add(list(gran.items()), l2_bytes, self.sms)
             yield from self.timed(ev, "inter_cluster_reduce", "store")
         else:
-            ev = self.mem.store(list(gran.items()), bm * width * self.eb * self.blocks, self.sms)
+            ev = self.mem.store(list(gran.items()), l2_bytes, self.sms)
             yield from self.timed(ev, "store E", "store")
