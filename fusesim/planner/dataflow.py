@@ -1,0 +1,221 @@
+"""Dataflow analyzer (the paper's Algorithm 1): bytes moved at every level for a plan.
+
+`analyze(plan, hw)` is the contract the simulator reproduces (within 1%): every number below is
+a closed form of the plan's fields, the chain and three hardware numbers (l2_bytes and nothing
+else: capacities decide hits, bandwidths only enter the cost model). Bytes count real elements
+only: predicated rows beyond M move nothing (TMA fills them with zeros without a memory access).
+
+Fused plan (strategy smem / dsm), e = dtype bytes, blocks = grid_m * n_split * cluster size:
+
+* L2 read requests (every block's TMA loads; no multicast):
+  A: M * K * e * n_split * cls_n * n_passes (x2 for gated mul_exchange: both branch blocks read A).
+     A conv chain reads its im2col rows: K = IC * k1 * k1 per row, from the image in L2.
+  B: b_bytes * grid_m * cls_m (every M row-group of every cluster streams its columns of B once).
+  D: d_bytes * grid_m * cls_m.
+* L2 write requests: E stores, e_bytes; with n_split > 1 a memset of E (e_bytes) plus
+  n_split * e_bytes of bf16 reduce-adds (inter_cluster_reduce, L2 atomics).
+* HBM, by the greedy L2 model: L2 (hw.l2_bytes) is given, in order, to the output E, then to the
+  inputs by decreasing reuse r (ties: smaller tensor first, then A, B, D). A tensor X of unique
+  bytes U_X gets alloc_X = min(U_X, what is left); h_X = alloc_X / U_X. The first touch of every
+  input misses (L2 is cold: the benchmark flushes it); the (r_X - 1) later streams of X miss only
+  for the part not held: hbm_read_X = U_X * (1 + (r_X - 1) * (1 - h_X)). Reuse counts are the
+  streams that are apart in time (readers inside one cluster run together and share them):
+  r_A = n_split * n_passes, r_B = r_D = grid_m. U_A of a conv chain is the image (batch*H*W*IC).
+  hbm_write = e_bytes - alloc_E (dirty lines still held when the kernel ends are not written back
+  within it: L2 is write-back, so an output or an intermediate that stays resident never reaches
+  HBM while the chain runs).
+* DSM: blocks * sum over dsm_comm steps (level dsm) of times * bytes_per_block (fusesim.planner.dsm_comm).
+* SMEM traffic: 2 x (operand bytes loaded + DSM bytes received + act(C) tiles staged
+  (blocks * n_passes * block_m * block_n * e) + E accumulator read-modify-write per chunk
+  (blocks * n_passes * block_m * block_l * 4) + E staged for the store (M * L * e * n_split)):
+  every byte is written into SMEM once and read once.
+* Registers: accumulator bytes produced (blocks * n_passes * block_m * (block_n * g + block_l) * 4).
+
+Unfused plan: kernel 1 (gemm0, tiles bm1 x bn1) then kernel 2 (gemm1, tiles bm2 x bl2, where
+bl2 is kernel 2's block_n, its output-column tile over L):
+* k1: A requests M*K*e * ceil(N/bn1) (r_A = N/bn1), B requests b_bytes * ceil(M/bm1) (r_B the
+  same), C written (c_bytes, l2 write). L2 is given first to C (being written), then A, B.
+  res_C = alloc_C / c_bytes is the part of C still resident when kernel 2 starts.
+* k2: C requests c_bytes * L/bl2 (r_C = L/bl2), D requests d_bytes * ceil(M/bm2) (r_D), E written.
+  L2 is given to E, then C, then D. hbm_read_C = c_bytes * ((1 - res_C) + (r_C - 1) * (1 - h_C)).
+* hbm_write = c_bytes * (1 - res_C) (evicted before it was re-read) + e_bytes - alloc_E.
+* SMEM: 2 x operand bytes loaded (epilogues store from registers). DSM: 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fusesim.hardware import Hardware
+from fusesim.plan import Placement, Plan
+from fusesim.planner.footprint import gemm1_sub_l
+from fusesim.workload import Chain
+
+MODE_NONE, MODE_SEQUENTIAL, MODE_MUL = 0, 1, 2
+GATED_MODES = {"none": MODE_NONE, "sequential": MODE_SEQUENTIAL, "mul_exchange": MODE_MUL}
+
+
+@dataclass(frozen=True)
+class Volumes:
+    """Bytes per level over the whole plan (all kernels); `kernels` has one dict per kernel."""
+
+    hbm_read: float
+    hbm_write: float
+    l2_read: float
+    l2_write: float
+    dsm: float
+    smem: float
+    reg: float
+    kernels: tuple[dict[str, float], ...] = field(default_factory=tuple)
+
+    @property
+    def hbm(self) -> float:
+        return self.hbm_read + self.hbm_write
+
+    @property
+    def l2(self) -> float:
+        return self.l2_read + self.l2_write
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def greedy_l2(cap_bytes: float, items: list[tuple[float, Any]]) -> list[Any]:
+    """Allocate L2 to (unique_bytes, reuse) items: by reuse desc, then size asc, then list order.
+
+    Works elementwise on numpy arrays of reuse counts (the search scores many plans at once)."""
+    allocs = []
+    for i, (u_i, r_i) in enumerate(items):
+        before = 0.0
+        for j, (u_j, r_j) in enumerate(items):
+            if j == i:
+                continue
+            first = (np.asarray(r_j) > r_i) | ((np.asarray(r_j) == r_i) & ((u_j < u_i) | ((u_j == u_i) & (j < i))))
+            before = before + np.where(first, u_j, 0.0)
+        allocs.append(np.clip(cap_bytes - before, 0.0, u_i))
+    return allocs
+
+
+def _reread(u: float, r: Any, alloc: Any) -> Any:
+    h = alloc / u if u > 0 else 1.0
+    return u * (1.0 + (r - 1) * (1.0 - h))
+
+
+def fused_volumes(ch: Chain, hw: Hardware, cm: Any, cn: Any, ck: Any, cl: Any, bm: Any, bn: Any, bl: Any,
+                  grid_m: Any, n_split: Any, n_passes: Any, mode: Any) -> dict[str, Any]:
+    """Volumes of a fused kernel; arguments may be numpy arrays (elementwise)."""
+    e = ch.dtype_bytes
+    m, k, l_ = ch.m, ch.k, ch.l
+    cs = cm * cn * ck
+    blocks = grid_m * n_split * cs
+    mul = np.asarray(mode) == MODE_MUL
+    seq = (np.asarray(mode) == MODE_SEQUENTIAL).astype(np.int64)
+    shuffle = cl // ck
+    reduce = (cn * ck) // cl
+    a_req = float(m * k * e) * n_split * cn * n_passes * np.where(mul, 2, 1)
+    b_req = float(ch.b_bytes) * grid_m * cm
+    d_req = float(ch.d_bytes) * grid_m * cm
+    u_e = float(ch.e_bytes)
+    l2_write = u_e * np.where(n_split > 1, 1 + n_split, 1)
+    alloc_e = min(u_e, float(hw.l2_bytes))
+    r_a, r_b, r_d = n_split * n_passes, grid_m, grid_m
+    al_a, al_b, al_d = greedy_l2(hw.l2_bytes - alloc_e, [(float(ch.a_bytes), r_a), (float(ch.b_bytes), r_b),
+                                                         (float(ch.d_bytes), r_d)])
+    hbm_read = _reread(ch.a_bytes, r_a, al_a) + _reread(ch.b_bytes, r_b, al_b) + _reread(ch.d_bytes, r_d, al_d)
+    hbm_write = u_e - alloc_e
+    ax = np.where(ck > 1, n_passes * np.where(mul, bm * bn * 4, (ck - 1) * bm * bn * 4 * (1 + seq)), 0)
+    sh = np.where(shuffle > 1, n_passes * (shuffle - 1) * bm * bn * e, 0)
+    rs = np.where(reduce > 1, (reduce - 1) * bm * (bl // np.maximum(reduce, 1)) * 4, 0)
+    dsm = blocks * (ax + sh + rs)
+    l2_read = a_req + b_req + d_req
+    staged = blocks * n_passes * (bm * bn * e + bm * bl * 4) + float(m * l_ * e) * n_split
+    smem = 2.0 * (l2_read + dsm + staged)
+    reg = blocks * n_passes * bm * (bn * (1 + seq) + bl) * 4.0
+    return {"hbm_read": hbm_read, "hbm_write": hbm_write + 0.0 * blocks, "l2_read": l2_read,
+            "l2_write": l2_write, "dsm": dsm * 1.0, "smem": smem, "reg": reg, "blocks": blocks,
+            "shuffle": shuffle, "reduce": reduce}
+
+
+def gemm_kernel_volumes(ch: Chain, hw: Hardware, op: str, bm: int, bn: int,
+                        c_resident: float = 0.0) -> dict[str, float]:
+    """One kernel of an unfused plan (op gemm0 or gemm1); see the module docstring."""
+    e = ch.dtype_bytes
+    mb = -(-ch.m // bm)
+    if op == "gemm0":
+        nb = ch.n // bn
+        u_c = float(ch.c_bytes)
+        alloc_c = min(u_c, float(hw.l2_bytes))
+        al_a, al_b = greedy_l2(hw.l2_bytes - alloc_c, [(float(ch.a_bytes), nb), (float(ch.b_bytes), mb)])
+        l2_read = float(ch.m * ch.k * e) * nb + float(ch.b_bytes) * mb
+        hbm_read = float(_reread(ch.a_bytes, nb, al_a) + _reread(ch.b_bytes, mb, al_b))
+        res_c = alloc_c / u_c if u_c else 1.0
+        return {"hbm_read": hbm_read, "hbm_write": 0.0, "l2_read": l2_read, "l2_write": u_c, "dsm": 0.0,
+                "smem": 2.0 * l2_read, "reg": float(mb * nb * bm * bn * 4 * (2 if ch.gated else 1)),
+                "c_resident": res_c, "blocks": mb * nb}
+    lb = ch.l // bn
+    u_c, u_e = float(ch.c_bytes), float(ch.e_bytes)
+    alloc_e = min(u_e, float(hw.l2_bytes))
+    al_c, al_d = greedy_l2(hw.l2_bytes - alloc_e, [(u_c, np.inf), (float(ch.d_bytes), mb)])
+    h_c = float(al_c) / u_c if u_c else 1.0
+    hbm_c = u_c * ((1.0 - c_resident) + (lb - 1) * (1.0 - h_c))
+    l2_read = u_c * lb + float(ch.d_bytes) * mb
+    hbm_read = hbm_c + float(_reread(ch.d_bytes, mb, al_d))
+    hbm_write = u_c * (1.0 - c_resident) + (u_e - alloc_e)
+    return {"hbm_read": hbm_read, "hbm_write": hbm_write, "l2_read": l2_read, "l2_write": u_e, "dsm": 0.0,
+            "smem": 2.0 * l2_read, "reg": float(mb * lb * bm * bn * 4), "blocks": mb * lb}
+
+
+_LEVELS = ("hbm_read", "hbm_write", "l2_read", "l2_write", "dsm", "smem", "reg")
+
+
+def unfused_volumes(ch: Chain, hw: Hardware, bm1: int, bn1: int, bm2: int, bl2: int) -> Volumes:
+    k1 = gemm_kernel_volumes(ch, hw, "gemm0", bm1, bn1)
+    k2 = gemm_kernel_volumes(ch, hw, "gemm1", bm2, bl2, c_resident=k1["c_resident"])
+    tot = {lv: float(k1[lv] + k2[lv]) for lv in _LEVELS}
+    return Volumes(**tot, kernels=({lv: float(k1[lv]) for lv in _LEVELS}, {lv: float(k2[lv]) for lv in _LEVELS}))
+
+
+def analyze(plan: Plan, hw: Hardware) -> Volumes:
+    """Bytes per level of a plan on a machine (whole plan, all kernels)."""
+    ch = plan.chain
+    if plan.strategy == "unfused":
+        k1, k2 = plan.kernels[0].tiles, plan.kernels[1].tiles
+        return unfused_volumes(ch, hw, k1.block_m, k1.block_n, k2.block_m, k2.block_n)
+    c, t = plan.cluster, plan.tiles
+    v = fused_volumes(ch, hw, c.m, c.n, c.k, c.l, t.block_m, t.block_n, t.block_l, plan.grid_m, plan.n_split,
+                      plan.n_passes, GATED_MODES[plan.gated_mode])
+    tot = {lv: float(v[lv]) for lv in _LEVELS}
+    return Volumes(**tot, kernels=(dict(tot),))
+
+
+def intermediate_tiers(plan: Plan, hw: Hardware) -> dict[str, int]:
+    """Algorithm 1's greedy placement of the intermediate C of one cluster, highest tier first.
+
+    The cluster's working set of C per N chunk is (cls_m * block_m) x (cls_n * block_n) elements:
+    the fp32 accumulators go to registers, the bf16 act(C) slices to the blocks' own SMEM, what a
+    block needs from its peers (exchange / shuffle) to DSM, anything left to global memory."""
+    ch, c, t = plan.chain, plan.cluster, plan.tiles
+    if plan.strategy == "unfused":
+        return {"reg": 0, "smem": 0, "dsm": 0, "global": ch.c_bytes}
+    per_block = t.block_m * t.block_n * ch.dtype_bytes
+    working = c.m * c.n * t.block_m * t.block_n * ch.dtype_bytes  # unique C' of a cluster per chunk
+    reg_cap = (hw.registers_per_sm * 4) * c.size
+    reg = min(working, reg_cap, per_block * c.size)
+    smem = min(working - reg + per_block * c.size, hw.smem_per_block_bytes * c.size)  # staged copy for GEMM1
+    remote = per_block * c.size * (max(c.shuffle, 1) - 1 + (1 if c.k > 1 else 0))
+    dsm = min(remote, hw.smem_per_block_bytes * c.size)
+    return {"reg": int(reg), "smem": int(smem), "dsm": int(dsm), "global": int(max(0, remote - dsm))}
+
+
+def placement_for(strategy: str, has_dsm_steps: bool) -> Placement:
+    """Highest tier that holds each tensor: inputs/outputs in global, C where the plan keeps it."""
+    if strategy == "unfused":
+        return Placement(C="global")
+    return Placement(C="dsm" if has_dsm_steps else "smem")
+
+
+__all__ = ["Volumes", "analyze", "fused_volumes", "unfused_volumes", "gemm_kernel_volumes", "greedy_l2",
+           "intermediate_tiers", "placement_for", "gemm1_sub_l"]

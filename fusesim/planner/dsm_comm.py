@@ -1,0 +1,107 @@
+"""The paper's dsm_comm primitives as objects: who talks, in how many rounds, how many bytes.
+
+A fused block (n_i, k_j) of a cluster (cls_m, cls_n, cls_k, cls_l) talks to its peers with:
+
+* dsm_all_exchange (cls_k > 1, after GEMM0 of every N chunk): the cls_k blocks of slice n_i push
+  their fp32 partial C tile (block_m x block_n) to each of the cls_k - 1 peers and add locally
+  (Hopper has no float reduction into remote SMEM). Gated FFN "sequential": gate and up partials,
+  two tiles. Gated "mul_exchange" (cls_k = 2): each block holds one branch over all of K and
+  pushes it once; both then form silu(gate) * up. One round per chunk.
+* dsm_shuffle (cls_shuffle = cls_l / cls_k > 1, during GEMM1 of every chunk): ring of cls_shuffle
+  slices; each round every block forwards one bf16 act(C) slice (block_m x block_n) to its ring
+  neighbour; cls_shuffle - 1 rounds per chunk.
+* dsm_reduce_scatter (cls_reduce = cls_n * cls_k / cls_l > 1, after the last chunk): each block
+  pushes the (cls_reduce - 1) fp32 slices of its E partial (block_m x block_l / cls_reduce each)
+  that other blocks own. One round.
+* inter_cluster_reduce (n_split > 1, store phase): each block adds its bf16 E slice
+  (block_m x block_l / cls_reduce) into global E with a TMA reduce-add (L2 atomics); E is zeroed
+  by a memset before the kernel. One round.
+
+Bytes are what one block sends per round (push model: sent bytes == bytes received by peers),
+`times` is rounds per block over the whole kernel, exactly the fields of `fusesim.plan.DsmStep`.
+The cost model charges each round dsm_latency_ns + cluster_barrier_ns of the cluster size
+(inter_cluster_reduce: l2_latency_ns), the simulator executes the same rounds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fusesim.plan import ClusterShape, DsmStep, Tiles
+
+FP32_BYTES = 4
+
+
+@dataclass(frozen=True)
+class DsmPrimitive:
+    """One primitive instance of a plan."""
+
+    primitive: str
+    op: str
+    participants: int  # blocks in one communicating group
+    rounds_per_execution: int  # communication rounds (each one barrier/mbarrier wait)
+    executions: int  # executions per block over the kernel (per N chunk, or once)
+    bytes_per_round: int  # bytes one block sends per round
+    level: str  # "dsm" or "global"
+
+    @property
+    def times(self) -> int:
+        return self.rounds_per_execution * self.executions
+
+    @property
+    def bytes_per_block(self) -> int:
+        """Bytes one block sends over the kernel."""
+        return self.times * self.bytes_per_round
+
+    def bytes_per_cluster(self, cluster_size: int) -> int:
+        return self.bytes_per_block * cluster_size
+
+    def step(self) -> DsmStep:
+        return DsmStep(primitive=self.primitive, op=self.op, participants=self.participants, times=self.times,
+                       bytes_per_block=self.bytes_per_round, level=self.level)
+
+
+def dsm_all_exchange(cluster: ClusterShape, tiles: Tiles, n_passes: int, gated_mode: str) -> DsmPrimitive | None:
+    if cluster.k <= 1:
+        return None
+    tile = tiles.block_m * tiles.block_n * FP32_BYTES
+    if gated_mode == "mul_exchange":
+        return DsmPrimitive("dsm_all_exchange", "mul", cluster.k, 1, n_passes, tile, "dsm")
+    per_round = (cluster.k - 1) * tile * (2 if gated_mode == "sequential" else 1)
+    return DsmPrimitive("dsm_all_exchange", "add", cluster.k, 1, n_passes, per_round, "dsm")
+
+
+def dsm_shuffle(cluster: ClusterShape, tiles: Tiles, n_passes: int, dtype_bytes: int) -> DsmPrimitive | None:
+    if cluster.shuffle <= 1:
+        return None
+    return DsmPrimitive("dsm_shuffle", "ring", cluster.shuffle, cluster.shuffle - 1, n_passes,
+                        tiles.block_m * tiles.block_n * dtype_bytes, "dsm")
+
+
+def dsm_reduce_scatter(cluster: ClusterShape, tiles: Tiles) -> DsmPrimitive | None:
+    if cluster.reduce <= 1:
+        return None
+    slice_bytes = tiles.block_m * (tiles.block_l // cluster.reduce) * FP32_BYTES
+    return DsmPrimitive("dsm_reduce_scatter", "scatter_add", cluster.reduce, 1, 1,
+                        (cluster.reduce - 1) * slice_bytes, "dsm")
+
+
+def inter_cluster_reduce(cluster: ClusterShape, tiles: Tiles, n_split: int, dtype_bytes: int) -> DsmPrimitive | None:
+    if n_split <= 1:
+        return None
+    return DsmPrimitive("inter_cluster_reduce", "atomic_add", n_split, 1, 1,
+                        tiles.block_m * (tiles.block_l // cluster.reduce) * dtype_bytes, "global")
+
+
+def dsm_primitives(cluster: ClusterShape, tiles: Tiles, n_passes: int, n_split: int, gated_mode: str,
+                   dtype_bytes: int) -> list[DsmPrimitive]:
+    """The primitives a fused plan runs, in execution order."""
+    prims = [dsm_all_exchange(cluster, tiles, n_passes, gated_mode), dsm_shuffle(cluster, tiles, n_passes, dtype_bytes),
+             dsm_reduce_scatter(cluster, tiles), inter_cluster_reduce(cluster, tiles, n_split, dtype_bytes)]
+    return [p for p in prims if p is not None]
+
+
+def dsm_steps(cluster: ClusterShape, tiles: Tiles, n_passes: int, n_split: int, gated_mode: str,
+              dtype_bytes: int) -> tuple[DsmStep, ...]:
+    """The Plan's `dsm_comm` tuple."""
+    return tuple(p.step() for p in dsm_primitives(cluster, tiles, n_passes, n_split, gated_mode, dtype_bytes))

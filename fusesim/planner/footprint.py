@@ -1,0 +1,104 @@
+"""On-chip footprint of one thread block: SMEM bytes, registers per thread, thread count.
+
+The code generator sizes its dynamic SMEM with these functions, so they describe its layout
+exactly (the same formulas as fusesim/capability.py's `fused_layout`, which tests check).
+Every function takes ints or numpy arrays (the search evaluates thousands of tiles at once).
+
+Fused kernel SMEM layout (bytes, in this order), bf16 operands (2 B), fp32 partials (4 B);
+rows are padded (PAD_BF16 / PAD_F32 elements) so ldmatrix reads are bank-conflict free:
+
+  e_acc   block_m x (block_l + PAD_F32) x 4     the block's fp32 E accumulator (GEMM1 walks it
+                                                in sub-tiles of `gemm1_sub_l` columns in registers)
+  c_buf   n_cbuf x block_m x (block_n + PAD_BF16) x 2   act(C) slice; n_cbuf = 2 when dsm_shuffle
+                                                runs (own slice + ring receive buffer), else 1
+  x_buf   (cls_k - 1) x block_m x (block_n + PAD_F32) x 4   dsm_all_exchange receive area (fp32
+                                                partials pushed by the cls_k - 1 peers)
+  stages  stages x max(A + B, D) x 2            the operand ring, shared by GEMM0 (A block_m x
+                                                block_k, B block_k x block_n, twice for a
+                                                sequential gated FFN) and GEMM1 (D block_k x sub_l)
+
+dsm_reduce_scatter receives into the operand ring after the last chunk (its (cls_reduce - 1)
+fp32 slices are never larger than the E accumulator they replace; the generator checks).
+Unfused GEMM kernels: stages x (A + B) x 2, the epilogue stores straight from registers.
+
+Registers: fp32 accumulators spread over the threads, plus REG_OVERHEAD_PER_THREAD for addresses,
+fragments and loop state; the GEMM0 accumulators (block_m x block_n, twice when gated sequential)
+are dead once act(C) is in SMEM, so they share registers with the GEMM1 sub-tile accumulator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+PAD_BF16 = 8
+PAD_F32 = 4
+REG_OVERHEAD_PER_THREAD = 32
+THREAD_CHOICES = (128, 256)  # one or two warpgroups: what both instruction families map onto
+MAX_STAGES = 8
+
+
+def gemm1_sub_l(block_l: Any) -> Any:
+    """Columns of E a block accumulates in registers at a time during GEMM1 (<= 128)."""
+    bl = np.asarray(block_l)
+    out = np.select([bl % 128 == 0, bl % 64 == 0, bl % 32 == 0, bl % 16 == 0], [128, 64, 32, 16], bl)
+    return out if out.ndim else int(out)
+
+
+def fused_smem_bytes(block_m: Any, block_n: Any, block_k: Any, block_l: Any, cls_k: Any, cls_shuffle: Any,
+                     stages: Any, gated_sequential: Any) -> Any:
+    """Dynamic SMEM of one fused block (layout in the module docstring)."""
+    sub_l = gemm1_sub_l(block_l)
+    e_acc = block_m * (block_l + PAD_F32) * 4
+    c_buf = (1 + (np.asarray(cls_shuffle) > 1).astype(np.int64)) * block_m * (block_n + PAD_BF16) * 2
+    x_buf = (np.asarray(cls_k) - 1) * block_m * (block_n + PAD_F32) * 4
+    a_tile = block_m * (block_k + PAD_BF16)
+    b_tile = block_k * (block_n + PAD_BF16) * (1 + np.asarray(gated_sequential).astype(np.int64))
+    d_tile = block_k * (sub_l + PAD_BF16)
+    stage = np.maximum(a_tile + b_tile, d_tile) * 2
+    total = e_acc + c_buf + x_buf + stages * stage
+    return _int(total)
+
+
+def gemm_smem_bytes(block_m: Any, block_n: Any, block_k: Any, stages: Any, gated: Any) -> Any:
+    """Dynamic SMEM of one unfused GEMM block: the operand ring only."""
+    a_tile = block_m * (block_k + PAD_BF16)
+    b_tile = block_k * (block_n + PAD_BF16) * (1 + np.asarray(gated).astype(np.int64))
+    return _int(stages * (a_tile + b_tile) * 2)
+
+
+def _round8(x: Any) -> Any:
+    return (x + 7) // 8 * 8
+
+
+def fused_regs_per_thread(block_m: Any, block_n: Any, block_l: Any, threads: Any, gated_sequential: Any) -> Any:
+    """Registers per thread of a fused block: max(GEMM0 accumulators, GEMM1 sub-tile) + overhead."""
+    g = 1 + np.asarray(gated_sequential).astype(np.int64)
+    acc = np.maximum(block_m * block_n * g, block_m * gemm1_sub_l(block_l))
+    return _int(_round8(-(-acc // threads) + REG_OVERHEAD_PER_THREAD))
+
+
+def gemm_regs_per_thread(block_m: Any, block_n: Any, threads: Any, gated: Any) -> Any:
+    g = 1 + np.asarray(gated).astype(np.int64)
+    return _int(_round8(-(-(block_m * block_n * g) // threads) + REG_OVERHEAD_PER_THREAD))
+
+
+def regs_fit(regs: Any, threads: Any, hw: Any) -> Any:
+    """Registers fit one thread's limit and one SM's file (one block per SM at least)."""
+    return (regs <= hw.max_registers_per_thread) & (regs * threads <= hw.registers_per_sm)
+
+
+def warp_layout_ok(rows: Any, cols: Any, threads: Any) -> Any:
+    """Some (wm, wn) warp grid tiles rows x cols with warp tiles that are multiples of 16 x 16."""
+    warps = np.asarray(threads) // 32
+    ok = np.zeros(np.broadcast(np.asarray(rows), np.asarray(cols), warps).shape, dtype=bool)
+    for wm in (1, 2, 4, 8, 16, 32):
+        wn = np.maximum(warps // wm, 1)
+        ok |= (warps % wm == 0) & (wm <= warps) & (np.asarray(rows) % (16 * wm) == 0) & (np.asarray(cols) % (16 * wn) == 0)
+    return ok if ok.ndim else bool(ok)
+
+
+def _int(x: Any) -> Any:
+    arr = np.asarray(x)
+    return arr.astype(np.int64) if arr.ndim else int(arr)

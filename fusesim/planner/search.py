@@ -1,0 +1,405 @@
+"""Search (the paper's Algorithm 2): prune, concretize the survivors into plans, score, keep top-K.
+
+1. rules.apply_rules counts the factored space rule by rule (Table III).
+2. rules.executable keeps the (cluster, tiles) pairs the fused kernel implements; each is expanded
+   over n_split (every divisor of N / (cls_n * block_n); n_passes is the quotient) and, for a gated
+   FFN with cls_k = 2, over gated_mode; stages = the deepest pipeline (<= MAX_FUSED_STAGES) that fits
+   SMEM; threads and registers from footprint.py.
+3. cost.fused_cost scores all of them at once (numpy), for every instruction family of the machine.
+4. Per strategy (smem: cluster size 1; dsm: > 1) the best are turned into Plans. The instruction
+   family is chosen per plan by the code generator's capability check: the fastest family whose plan
+   can_build() accepts; if none does, the fastest family, marked buildable=False (with
+   require_buildable such candidates are skipped).
+The unfused baseline picks each GEMM kernel's best tiles (no split-K) with the same cost model.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fusesim.hardware import Hardware
+from fusesim.plan import ClusterShape, Kernel, Plan, Schedule, Tiles
+from fusesim.planner.cost import Prediction, fused_cost, predict
+from fusesim.planner.dataflow import MODE_MUL, MODE_NONE, MODE_SEQUENTIAL, placement_for
+from fusesim.planner.dsm_comm import dsm_steps
+from fusesim.planner.footprint import (
+    THREAD_CHOICES,
+    fused_regs_per_thread,
+    fused_smem_bytes,
+    gemm_regs_per_thread,
+    gemm_smem_bytes,
+    regs_fit,
+    warp_layout_ok,
+)
+from fusesim.planner.rules import apply_rules, executable, threads_for
+from fusesim.planner.space import Space, loop_schedules
+from fusesim.workload import Chain
+
+FUSED_STRATEGIES = ("smem", "dsm")
+ALL_STRATEGIES = ("unfused", "smem", "dsm")
+MAX_FUSED_STAGES = 4
+MAX_GEMM_STAGES = 6
+SCAN_LIMIT = 48  # candidates per family checked with can_build before giving up on buildability
+MODE_NAMES = {MODE_NONE: "none", MODE_SEQUENTIAL: "sequential", MODE_MUL: "mul_exchange"}
+
+
+class Infeasible(Exception):  # noqa: N818 - the contract's name
+    """No plan of the asked strategy exists for this case on this machine; str() is the reason."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)
+
+
+@dataclass(frozen=True)
+class ScoredPlan:
+    plan: Plan
+    predicted: Prediction
+
+
+@dataclass(frozen=True)
+class SearchStats:
+    candidates: int
+    after_rule: list[tuple[str, int]]
+    seconds: float
+    evaluated: int = 0  # concrete fused plans scored (after executable, x n_split x gated modes)
+    by_strategy: dict[str, int] = field(default_factory=dict)  # executable candidates per strategy
+
+
+@dataclass
+class PlanResult:
+    case_id: str
+    plans: dict[str, list[ScoredPlan]]
+    infeasible: dict[str, str]
+    search: SearchStats
+
+
+# ---- capability ---------------------------------------------------------------------------------
+def check_buildable(plan: Plan) -> tuple[bool, str]:
+    """fusesim.capability.can_build, imported lazily (no code generator -> not buildable)."""
+    try:
+        from fusesim.capability import can_build
+    except ImportError:
+        return False, "no code generator"
+    ok, reason = can_build(plan)
+    return bool(ok), str(reason)
+
+
+def _families(hw: Hardware) -> list[str]:
+    return sorted(hw.tensor_tflops, key=lambda f: -hw.tensor_tflops[f].bf16)
+
+
+# ---- fused candidates ----------------------------------------------------------------------------
+def _divisors(q: int) -> list[int]:
+    return [d for d in range(1, q + 1) if q % d == 0]
+
+
+def fused_candidates(chain: Chain, hw: Hardware, mask: np.ndarray, clusters: np.ndarray,
+                     tiles: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+    """Expand the executable (cluster, tiles) pairs into concrete rows (numpy columns)."""
+    ic, im, in_, ik, il = np.nonzero(mask)
+    t = {d: np.asarray(tiles[d], dtype=np.int64) for d in "MNKL"}
+    base = {"cm": clusters[ic, 0], "cn": clusters[ic, 1], "ck": clusters[ic, 2], "cl": clusters[ic, 3],
+            "bm": t["M"][im], "bn": t["N"][in_], "bk": t["K"][ik], "bl": t["L"][il]}
+    q = chain.n // (base["cn"] * base["bn"])
+    parts = []
+    for s in sorted(set(d for qq in np.unique(q) for d in _divisors(int(qq)))):
+        sel = q % s == 0
+        if not sel.any():
+            continue
+        rows = {k: v[sel] for k, v in base.items()}
+        rows["n_split"] = np.full(int(sel.sum()), s, dtype=np.int64)
+        rows["n_passes"] = q[sel] // s
+        parts.append(rows)
+    rows = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {k: v[:0] for k, v in base.items()}
+    if chain.gated:
+        seq = {k: v.copy() for k, v in rows.items()}
+        seq["mode"] = np.full(len(seq["cm"]), MODE_SEQUENTIAL, dtype=np.int64)
+        two = rows["ck"] == 2
+        mul = {k: v[two] for k, v in rows.items()}
+        mul["mode"] = np.full(int(two.sum()), MODE_MUL, dtype=np.int64)
+        rows = {k: np.concatenate([seq[k], mul[k]]) for k in seq}
+    else:
+        rows["mode"] = np.zeros(len(rows["cm"]), dtype=np.int64)
+    if "n_split" not in rows:
+        rows["n_split"] = rows["n_passes"] = np.zeros(0, dtype=np.int64)
+    rows["grid_m"] = -(-chain.m // (rows["cm"] * rows["bm"]))
+    shuffle = rows["cl"] // rows["ck"]
+    seq_flag = rows["mode"] == MODE_SEQUENTIAL
+    stages = np.zeros(len(rows["cm"]), dtype=np.int64)
+    for st in range(2, MAX_FUSED_STAGES + 1):
+        fits = fused_smem_bytes(rows["bm"], rows["bn"], rows["bk"], rows["bl"], rows["ck"], shuffle, st,
+                                seq_flag) <= hw.smem_per_block_bytes
+        stages = np.where(fits, st, stages)
+    rows["stages"] = stages
+    rows["threads"] = threads_for(chain, hw, rows["bm"], rows["bn"], rows["bl"], seq_flag)
+    keep = (rows["stages"] >= 2) & (rows["threads"] > 0)
+    return {k: v[keep] for k, v in rows.items()}
+
+
+def _row(rows: dict[str, np.ndarray], i: int) -> dict[str, int]:
+    return {k: int(v[i]) for k, v in rows.items()}
+
+
+def make_fused_plan(chain: Chain, hw: Hardware, r: dict[str, int], family: str) -> Plan:
+    """A concrete fused Plan from one candidate row."""
+    cluster = ClusterShape(r["cm"], r["cn"], r["ck"], r["cl"])
+    tiles = Tiles(r["bm"], r["bn"], r["bk"], r["bl"])
+    gated_mode = MODE_NAMES[r["mode"]]
+    seq = gated_mode == "sequential"
+    steps = dsm_steps(cluster, tiles, r["n_passes"], r["n_split"], gated_mode, chain.dtype_bytes)
+    smem = fused_smem_bytes(tiles.block_m, tiles.block_n, tiles.block_k, tiles.block_l, cluster.k, cluster.shuffle,
+                            r["stages"], seq)
+    regs = fused_regs_per_thread(tiles.block_m, tiles.block_n, tiles.block_l, r["threads"], seq)
+    kernel = Kernel(name=f"{chain.case_id}_fused", op="fused", grid_blocks=r["grid_m"] * r["n_split"] * cluster.size,
+                    cluster_size=cluster.size, threads=r["threads"], smem_bytes=int(smem), tiles=tiles,
+                    stages=r["stages"], regs_per_thread=int(regs))
+    strategy = "dsm" if cluster.size > 1 else "smem"
+    sched = Schedule(order="MNLK", spatial="MN" if r["n_split"] > 1 else "M")
+    has_dsm = any(s.level == "dsm" for s in steps)
+    return Plan(case_id=chain.case_id, chain=chain, strategy=strategy, schedule=sched, cluster=cluster, tiles=tiles,
+                grid_m=r["grid_m"], n_split=r["n_split"], n_passes=r["n_passes"], stages=r["stages"],
+                threads=r["threads"], instruction=family, gated_mode=gated_mode,
+                placement=placement_for(strategy, has_dsm), dsm_comm=steps, kernels=(kernel,))
+
+
+# ---- unfused -------------------------------------------------------------------------------------
+def _gemm_options(rows: int, cols: int, red: int, gated: bool, hw: Hardware) -> list[tuple[int, int, int, int, int]]:
+    """(block_m, block_n, block_k, stages, threads) tile choices for one GEMM (no split-K)."""
+    m16 = -(-rows // 16) * 16
+    out = []
+    for bm in (16, 32, 64, 128, 256):
+        if bm > max(m16, 16) or (bm < 64 and m16 >= 4096):
+            continue
+        for bn in (16, 32, 64, 128, 256):
+            if cols % bn:
+                continue
+            for bk in (32, 64, 16):
+                if red % bk or bk > 256:
+                    continue
+                threads = 0
+                for t in ((256, 128) if bm * bn >= 64 * 128 else THREAD_CHOICES):
+                    if (t <= hw.max_threads_per_block and warp_layout_ok(bm, bn, t)
+                            and regs_fit(gemm_regs_per_thread(bm, bn, t, gated), t, hw)):
+                        threads = t
+                        break
+                if not threads:
+                    continue
+                stages = 0
+                for st in range(2, MAX_GEMM_STAGES + 1):
+                    if gemm_smem_bytes(bm, bn, bk, st, gated) <= hw.smem_per_block_bytes:
+                        stages = st
+                if stages:
+                    out.append((bm, bn, bk, stages, threads))
+    return out
+
+
+def _gemm_kernel(chain: Chain, name: str, op: str, opt: tuple[int, int, int, int, int], gated: bool,
+                 grid: int) -> Kernel:
+    bm, bn, bk, stages, threads = opt
+    return Kernel(name=name, op=op, grid_blocks=grid, cluster_size=1, threads=threads,
+                  smem_bytes=int(gemm_smem_bytes(bm, bn, bk, stages, gated)), tiles=Tiles(bm, bn, bk, 0),
+                  stages=stages, regs_per_thread=int(gemm_regs_per_thread(bm, bn, threads, gated)))
+
+
+def make_unfused_plan(chain: Chain, o1: tuple, o2: tuple, family: str) -> Plan:
+    k1 = _gemm_kernel(chain, f"{chain.case_id}_gemm0", "gemm0", o1, chain.gated,
+                      -(-chain.m // o1[0]) * (chain.n // o1[1]))
+    k2 = _gemm_kernel(chain, f"{chain.case_id}_gemm1", "gemm1", o2, False, -(-chain.m // o2[0]) * (chain.l // o2[1]))
+    return Plan(case_id=chain.case_id, chain=chain, strategy="unfused", schedule=Schedule(order="MNKL", spatial="MN"),
+                cluster=ClusterShape(), tiles=k1.tiles, grid_m=0, n_split=1, n_passes=1, stages=k1.stages,
+                threads=k1.threads, instruction=family, gated_mode="sequential" if chain.gated else "none",
+                placement=placement_for("unfused", False), dsm_comm=(), kernels=(k1, k2))
+
+
+def search_unfused(chain: Chain, hw: Hardware, top_k: int, require_buildable: bool) -> tuple[list[ScoredPlan], str]:
+    from fusesim.planner.cost import gemm_kernel_cost
+
+    opts1 = _gemm_options(chain.m, chain.n, chain.k, chain.gated, hw)
+    opts2 = _gemm_options(chain.m, chain.l, chain.n, False, hw)
+    if not opts1 or not opts2:
+        return [], "no GEMM tile fits this machine's SMEM/registers with N, K, L divisible by 16"
+    out: list[ScoredPlan] = []
+    fallback: list[ScoredPlan] = []
+    for family in _families(hw):
+        s1 = sorted(opts1, key=lambda o: gemm_kernel_cost(chain, hw, family, "gemm0", o[0], o[1], o[2], o[3])["time_ns"])
+        s2 = sorted(opts2, key=lambda o: gemm_kernel_cost(chain, hw, family, "gemm1", o[0], o[1], o[2], o[3])["time_ns"])
+        pairs = [(a, b) for i, a in enumerate(s1[:4]) for j, b in enumerate(s2[:4])]
+        pairs.sort(key=lambda p: s1.index(p[0]) + s2.index(p[1]))
+        for o1, o2 in pairs:
+            plan = make_unfused_plan(chain, o1, o2, family)
+            ok, why = check_buildable(plan)
+            sp = ScoredPlan(plan.with_(buildable=ok, notes=() if ok else (f"not buildable: {why}",)), predict(plan, hw))
+            (out if ok else fallback).append(sp)
+        if len(out) >= top_k:
+            break
+    chosen = out if (out or require_buildable) else fallback
+    chosen = sorted(chosen, key=lambda sp: sp.predicted.time_ns)[:top_k]
+    if not chosen:
+        return [], "no buildable unfused plan: " + (fallback[0].plan.notes[0] if fallback else "none")
+    return chosen, ""
+
+
+# ---- fused search --------------------------------------------------------------------------------
+def _pick(chain: Chain, hw: Hardware, rows: dict[str, np.ndarray], times: dict[str, np.ndarray], sel: np.ndarray,
+          top_k: int, require_buildable: bool) -> tuple[list[ScoredPlan], str]:
+    """Best plans among rows[sel]: per family by its own time, buildable first (see module doc)."""
+    idx = np.nonzero(sel)[0]
+    families = _families(hw)
+    accepted: dict[int, ScoredPlan] = {}
+    fallback: dict[int, ScoredPlan] = {}
+    reasons: list[str] = []
+    for family in families:
+        order = idx[np.argsort(times[family][idx], kind="stable")]
+        for i in order[: max(SCAN_LIMIT, top_k * 4)]:
+            i = int(i)
+            if i in accepted:
+                continue
+            plan = make_fused_plan(chain, hw, _row(rows, i), family)
+            ok, why = check_buildable(plan)
+            if ok:
+                accepted[i] = ScoredPlan(plan.with_(buildable=True), predict(plan, hw))
+                if len(accepted) >= top_k:
+                    break
+            else:
+                if not reasons:
+                    reasons.append(f"{family}: {why}")
+                if i not in fallback and len(fallback) < top_k:
+                    fallback[i] = ScoredPlan(plan.with_(buildable=False, notes=(f"not buildable: {why}",)),
+                                             predict(plan, hw))
+        if len(accepted) >= top_k:
+            break
+    chosen = list(accepted.values())
+    if not chosen and not require_buildable:
+        chosen = list(fallback.values())
+    if not chosen:
+        return [], "no buildable plan (" + "; ".join(reasons) + ")"
+    chosen.sort(key=lambda sp: sp.predicted.time_ns)
+    best_any = min(fallback.values(), key=lambda sp: sp.predicted.time_ns, default=None)
+    if best_any is not None and chosen[0].plan.buildable and best_any.predicted.time_ns < chosen[0].predicted.time_ns:
+        note = (f"faster plan not buildable: {best_any.plan.summary()} {best_any.plan.instruction} "
+                f"predicted {best_any.predicted.time_us:.2f} us ({best_any.plan.notes[0]})")
+        chosen[0] = ScoredPlan(chosen[0].plan.with_(notes=chosen[0].plan.notes + (note,)), chosen[0].predicted)
+    return chosen[:top_k], ""
+
+
+def _infeasible_fused(strategy: str, chain: Chain, hw: Hardware, after: list[tuple[str, int]]) -> str:
+    if strategy == "dsm" and hw.max_cluster_size < 2:
+        return f"{hw.name} has no thread-block clusters (max_cluster_size {hw.max_cluster_size}): no DSM"
+    if strategy == "smem":
+        # the smallest single-block footprint: E accumulator block_m x L, one act(C) tile, 2 stages
+        smem = fused_smem_bytes(16, 16, 16, chain.l, 1, 1, 2, chain.gated)
+        if smem > hw.smem_per_block_bytes:
+            return (f"intermediate does not fit one block: even 16-row tiles need {smem} B of SMEM "
+                    f"(fp32 E accumulator 16 x L={chain.l} + act(C) tile + 2 pipeline stages) "
+                    f"> smem_per_block_bytes {hw.smem_per_block_bytes}")
+    survivors = ", ".join(f"{n}: {c}" for n, c in after)
+    return f"no executable {strategy} candidate survives ({survivors})"
+
+
+def run_search(chain: Chain, hw: Hardware, strategies: tuple[str, ...], top_k: int,
+               require_buildable: bool) -> PlanResult:
+    t0 = time.perf_counter()
+    space = Space(chain, hw)
+    raw, after, surv = apply_rules(space)
+    exec_count, mask, scheds = executable(surv)
+    after = after + [("6 executable (plan semantics)", exec_count)]
+    plans: dict[str, list[ScoredPlan]] = {}
+    infeasible: dict[str, str] = {}
+    by_strategy: dict[str, int] = {}
+    evaluated = 0
+    fused_wanted = [s for s in strategies if s in FUSED_STRATEGIES]
+    if fused_wanted:
+        rows = fused_candidates(chain, hw, mask, surv.clusters, surv.tiles or {})
+        if not any(x.spatial == "MN" for x in scheds):
+            keep = rows["n_split"] == 1
+            rows = {k: v[keep] for k, v in rows.items()}
+        evaluated = len(rows["cm"])
+        times = {}
+        for family in _families(hw):
+            r = fused_cost(chain, hw, family, rows["cm"], rows["cn"], rows["ck"], rows["cl"], rows["bm"], rows["bn"],
+                           rows["bk"], rows["bl"], rows["grid_m"], rows["n_split"], rows["n_passes"], rows["stages"],
+                           rows["mode"])
+            times[family] = np.asarray(r["time_ns"], dtype=float)
+        cs = rows["cm"] * rows["cn"] * rows["ck"]
+        for strategy in fused_wanted:
+            sel = cs == 1 if strategy == "smem" else cs > 1
+            by_strategy[strategy] = int(sel.sum())
+            if not sel.any():
+                infeasible[strategy] = _infeasible_fused(strategy, chain, hw, after)
+                continue
+            chosen, why = _pick(chain, hw, rows, times, sel, top_k, require_buildable)
+            if chosen:
+                plans[strategy] = chosen
+            else:
+                infeasible[strategy] = why
+    if "unfused" in strategies:
+        chosen, why = search_unfused(chain, hw, top_k, require_buildable)
+        if chosen:
+            plans["unfused"] = chosen
+        else:
+            infeasible["unfused"] = why
+    stats = SearchStats(candidates=raw, after_rule=after, seconds=time.perf_counter() - t0, evaluated=evaluated,
+                        by_strategy=by_strategy)
+    return PlanResult(chain.case_id, plans, infeasible, stats)
+
+
+# ---- public API ----------------------------------------------------------------------------------
+_CACHE: dict[tuple, PlanResult] = {}
+_CACHE_MAX = 512
+
+
+def plan_case(chain: Chain, hw: Hardware, strategies: tuple[str, ...] | list[str] = ALL_STRATEGIES, top_k: int = 1,
+              require_buildable: bool = False) -> PlanResult:
+    """Plans for one case on one machine: per strategy the top_k best (best first), or a reason.
+
+    "best" in `strategies` adds plans["best"]: the fastest plans over unfused, smem and dsm.
+    Results are memoized per (chain, hw.fingerprint, arguments): sweeps call this thousands of times.
+    """
+    from fusesim.errors import InputError
+
+    strategies = tuple(strategies)
+    for s in strategies:
+        if s not in ALL_STRATEGIES + ("best",):
+            raise InputError(None, "strategy", f"unknown strategy {s!r} (one of unfused, smem, dsm, best)",
+                             case=chain.case_id)
+    if top_k < 1:
+        raise InputError(None, "top_k", f"must be at least 1 (got {top_k})", case=chain.case_id)
+    key = (chain, hw.fingerprint, strategies, top_k, require_buildable)
+    hit = _CACHE.get(key)
+    if hit is None:
+        base = tuple(s for s in ALL_STRATEGIES if s in strategies or "best" in strategies)
+        hit = run_search(chain, hw, base, top_k, require_buildable)
+        if "best" in strategies:
+            merged = sorted((sp for s in base for sp in hit.plans.get(s, [])), key=lambda sp: sp.predicted.time_ns)
+            if merged:
+                hit.plans["best"] = merged[:top_k]
+            else:
+                hit.infeasible["best"] = "; ".join(f"{s}: {r}" for s, r in sorted(hit.infeasible.items()))
+            for s in base:
+                if s not in strategies:
+                    hit.plans.pop(s, None)
+                    hit.infeasible.pop(s, None)
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = hit
+    return PlanResult(hit.case_id, {k: list(v) for k, v in hit.plans.items()}, dict(hit.infeasible), hit.search)
+
+
+def best_plan(chain: Chain, hw: Hardware, strategy: str = "best", require_buildable: bool = False) -> Plan:
+    """The single best plan of a strategy ("best": fastest of unfused, smem, dsm); raises Infeasible."""
+    res = plan_case(chain, hw, strategies=(strategy,), top_k=1, require_buildable=require_buildable)
+    if res.plans.get(strategy):
+        return res.plans[strategy][0].plan
+    raise Infeasible(res.infeasible.get(strategy, f"no {strategy} plan"))
+
+
+def schedule_count() -> int:
+    return len(loop_schedules())
+
+
+__all__ = ["Infeasible", "PlanResult", "ScoredPlan", "SearchStats", "best_plan", "plan_case", "check_buildable",
+           "make_fused_plan", "make_unfused_plan", "fused_candidates"]
