@@ -1,0 +1,251 @@
+"""Sweep machinery: specs, grids, derive rules, the resumable CSV store, executors, error rows.
+
+The evaluation is injected (`bound_case`, or the fakes below) so these tests exercise the
+machinery in milliseconds, independent of the planner and simulator.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fusesim.errors import InputError
+from fusesim.sweep import (
+    NONDETERMINISTIC_COLUMNS,
+    load_spec,
+    read_rows,
+    run_sweep,
+    spec_from_args,
+    spec_from_dict,
+)
+from fusesim.sweep.derive import cluster_tables, gpc_layout
+from fusesim.sweep.evaluate import bound_case
+from fusesim.sweep.spec import Task
+from fusesim.sweep.store import ResultStore
+from fusesim.yamlio import read_mapping
+
+ROOT = Path(__file__).resolve().parents[1]
+BOUND = "fusesim.sweep.evaluate:bound_case"
+
+
+def failing_on_g2(task: Task) -> list[dict]:
+    """Deterministic failure for one case: the sweep must record it and go on."""
+    if task.case_id == "G2":
+        raise ValueError("synthetic failure\nwith a newline")
+    return bound_case(task)
+
+
+def small_spec(**extra):
+    raw = {"name": "t-small", "hw": "h100_sxm", "workloads": ["paper_gemm_chains"], "cases": ["G1", "G2", "G4"],
+           "vary": {"hbm_bandwidth_gbps": [3350, 6700]}, "evaluator": BOUND}
+    raw.update(extra)
+    return spec_from_dict(raw, "t.yaml")
+
+
+def strip(rows: list[dict]) -> list[dict]:
+    return sorted(({k: v for k, v in r.items() if k not in NONDETERMINISTIC_COLUMNS} for r in rows),
+                  key=lambda r: r["point_id"])
+
+
+# ---- specs ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("spec", sorted((ROOT / "sweeps").glob("*.yaml")), ids=lambda p: p.stem)
+def test_shipped_specs_build_valid_grids(spec: Path) -> None:
+    s = load_spec(spec)
+    machines = s.validate_hardware()
+    assert len(machines) >= 4
+    tasks, total = s.tasks()
+    assert total == len(machines) * len(s.chains()) * len(s.strategies)
+    assert sum(len(t.strategies) for t in tasks) == total
+    ids = [p for t in tasks for p in t.point_ids]
+    assert len(set(ids)) == len(ids)
+
+
+@pytest.mark.parametrize("raw, field", [
+    ({"hw": "h100_sxm", "workloads": ["paper_gemm_chains"], "bogus": 1}, "bogus"),
+    ({"workloads": ["paper_gemm_chains"]}, "hw"),
+    ({"hw": "h100_sxm", "workloads": ["paper_gemm_chains"], "vary": {"nope.x": [1]}}, "vary.nope.x"),
+    ({"hw": "h100_sxm", "workloads": ["paper_gemm_chains"], "vary": {"l2_bytes": []}}, "vary.l2_bytes"),
+    ({"hw": "h100_sxm", "workloads": ["paper_gemm_chains"], "vary": {"l2_bytes": [1, 1]}}, "vary.l2_bytes"),
+    ({"hw": "h100_sxm", "workloads": ["paper_gemm_chains"], "strategies": ["fast"]}, "strategies"),
+    ({"hw": "h100_sxm", "workloads": ["paper_gemm_chains"], "scale": {"l2_bytes": [0]}}, "scale.l2_bytes"),
+    ({"hw": "h100_sxm", "workloads": ["paper_gemm_chains"], "scale": {"name": [2]}}, "scale.name"),
+    ({"hw": "h100_sxm", "workloads": ["paper_gemm_chains"], "derive": ["magic"]}, "derive"),
+    ({"hw": "h100_sxm", "workloads": ["nope.yaml"]}, "workloads"),
+    ({"hw": "h100_sxm", "workloads": ["paper_gemm_chains"], "name": "a b"}, "name"),
+])
+def test_bad_spec_names_file_and_field(raw: dict, field: str) -> None:
+    with pytest.raises(InputError) as ei:
+        spec_from_dict(raw, "bad.yaml").tasks()
+    assert ei.value.file == "bad.yaml"
+    assert ei.value.field == field
+
+
+def test_invalid_grid_point_fails_before_running_with_a_hint() -> None:
+    spec = spec_from_args(["h100_sxm"], ["max_cluster_size=16,32"], [], ["paper_gemm_chains"])
+    with pytest.raises(InputError) as ei:
+        spec.tasks()
+    msg = ei.value.line()
+    assert "max_cluster_size=32" in msg and "derive" in msg
+
+
+def test_cli_bad_spec_is_one_line_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"hw": "h100_sxm", "workloads": ["paper_gemm_chains"], "vary": {"l2": [1]}}))
+    r = subprocess.run([sys.executable, "-m", "fusesim", "sweep", str(bad), "--out", str(tmp_path / "r.csv")],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "bad.yaml" in r.stderr and "vary.l2" in r.stderr
+
+
+# ---- derive rules -----------------------------------------------------------------------------
+def test_cluster_tables_extend_and_truncate_with_provenance() -> None:
+    raw = read_mapping(ROOT / "hw_configs/h100_sxm.yaml")
+    up = cluster_tables({**raw, "max_cluster_size": 32})
+    assert sorted(up["dsm_push_bandwidth_gbps_per_sm"]) == [2, 4, 8, 16, 32]
+    assert up["dsm_push_bandwidth_gbps_per_sm"][32] == raw["dsm_push_bandwidth_gbps_per_sm"][16]
+    assert up["dsm_latency_ns"][32] > raw["dsm_latency_ns"][16]
+    assert "sweep-derived (cluster_tables)" in up["provenance"]["dsm_latency_ns"]
+    down = cluster_tables({**raw, "max_cluster_size": 4})
+    assert sorted(down["cluster_barrier_ns"]) == [2, 4]
+    assert down["portable_cluster_size"] == 4
+
+
+def test_gpc_layout_keeps_sm_count_and_fits_the_cluster() -> None:
+    raw = read_mapping(ROOT / "hw_configs/h100_sxm.yaml")
+    out = gpc_layout({**raw, "max_cluster_size": 32})
+    assert sum(out["gpc_sm_counts"]) == raw["sm_count"] and max(out["gpc_sm_counts"]) >= 32
+    assert gpc_layout(dict(raw))["gpc_sm_counts"] == raw["gpc_sm_counts"]  # untouched when not needed
+
+
+def test_cluster_32_on_h100_with_derive_rules_is_valid() -> None:
+    spec = spec_from_args(["h100_sxm"], ["max_cluster_size=16,32"], [], ["paper_gemm_chains"],
+                          derive=["cluster_tables", "gpc_layout"])
+    hws = [hw for _, hw in spec.validate_hardware()]
+    assert [h.max_cluster_size for h in hws] == [16, 32]
+    assert hws[1].max_active_clusters(32) >= 1
+
+
+def test_scale_multiplies_whole_tables_together() -> None:
+    spec = spec_from_args(["h200"], [], ["dsm_push_bandwidth_gbps_per_sm+dsm_pull_bandwidth_gbps_per_sm=1,2"],
+                          ["paper_gemm_chains"])
+    (_, h1), (_, h2) = spec.validate_hardware()
+    assert h2.dsm_push_bandwidth_gbps_per_sm[8] == 2 * h1.dsm_push_bandwidth_gbps_per_sm[8]
+    assert h2.dsm_pull_bandwidth_gbps_per_sm[2] == 2 * h1.dsm_pull_bandwidth_gbps_per_sm[2]
+
+
+# ---- running, resuming, errors ----------------------------------------------------------------
+def test_run_writes_every_row_then_resume_skips_all(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    s1 = run_sweep(small_spec(), out, progress=False)
+    assert s1.total_rows == 2 * 3 * 3 and s1.computed == 18 and s1.ok == 18
+    header, rows = read_rows(out)
+    assert len(rows) == 18 and len({r["point_id"] for r in rows}) == 18
+    assert "hbm_bandwidth_gbps" in header and {r["hbm_bandwidth_gbps"] for r in rows} == {3350, 6700}
+    assert all(r["sweep"] == "t-small" for r in rows)
+    s2 = run_sweep(small_spec(), out, progress=False)
+    assert s2.computed == 0 and s2.already_done == 18
+    assert len(read_rows(out)[1]) == 18
+
+
+def test_partial_run_then_completion_equals_one_run(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    run_sweep(small_spec(), a, progress=False, limit=2)
+    assert len(read_rows(a)[1]) == 6
+    run_sweep(small_spec(), a, progress=False)
+    run_sweep(small_spec(), b, progress=False)
+    assert strip(read_rows(a)[1]) == strip(read_rows(b)[1])
+
+
+def test_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    s = run_sweep(small_spec(evaluator="test_sweep:failing_on_g2"), out, progress=False)
+    rows = read_rows(out)[1]
+    errs = [r for r in rows if r["status"] == "error"]
+    assert s.errors == len(errs) == 6 and {r["case"] for r in errs} == {"G2"}
+    assert all("synthetic failure with a newline" in r["error"] for r in errs)
+    assert sum(r["status"] == "ok" for r in rows) == 12
+    # errors count as done, unless retried
+    assert run_sweep(small_spec(evaluator="test_sweep:failing_on_g2"), out, progress=False).computed == 0
+    s3 = run_sweep(small_spec(evaluator="test_sweep:failing_on_g2"), out, progress=False, retry_errors=True)
+    assert s3.computed == 6 and len(read_rows(out)[1]) == 18
+
+
+def test_torn_last_line_is_dropped_and_recomputed(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    run_sweep(small_spec(), out, progress=False)
+    lines = out.read_text().splitlines(keepends=True)
+    out.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])  # a write cut by kill -9
+    s = run_sweep(small_spec(), out, progress=False)
+    assert s.dropped_torn == 1 and s.computed == 1
+    rows = read_rows(out)[1]
+    assert len(rows) == 18 and len({r["point_id"] for r in rows}) == 18
+
+
+def test_other_sweeps_file_is_refused_not_clobbered(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    run_sweep(small_spec(), out, progress=False)
+    before = out.read_bytes()
+    other = small_spec(vary={"l2_bytes": [52428800, 104857600]})
+    with pytest.raises(InputError, match="other columns"):
+        run_sweep(other, out, progress=False)
+    assert out.read_bytes() == before
+
+
+def test_second_writer_is_locked_out(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    spec = small_spec()
+    from fusesim.sweep import columns_for
+
+    with ResultStore(out, columns_for(spec)) as st:
+        st.open()
+        with pytest.raises(InputError, match="another sweep"):
+            run_sweep(spec, out, progress=False)
+
+
+def test_two_workers_give_the_same_rows(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    run_sweep(small_spec(), a, progress=False, jobs=1)
+    run_sweep(small_spec(), b, progress=False, jobs=2)
+    assert strip(read_rows(a)[1]) == strip(read_rows(b)[1])
+
+
+def test_parquet_copy_matches_csv(tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    out = tmp_path / "r.csv"
+    s = run_sweep(small_spec(), out, progress=False)
+    assert s.parquet and Path(s.parquet).is_file()
+    t = pq.read_table(s.parquet)
+    assert t.num_rows == 18
+    assert t.schema.field("hbm_bandwidth_gbps").type == "int64"
+    assert t.schema.field("pred_time_us").type == "double"
+
+
+def test_point_ids_follow_the_effective_hardware(tmp_path: Path) -> None:
+    """Editing the base config changes ids: a rerun recomputes instead of reusing stale rows."""
+    base = tmp_path / "hw.yaml"
+    base.write_text((ROOT / "hw_configs/h100_sxm.yaml").read_text())
+    spec = spec_from_dict({"hw": str(base), "workloads": ["paper_gemm_chains"], "cases": ["G1"],
+                           "evaluator": BOUND}, "t.yaml")
+    ids1 = [p for t in spec.tasks()[0] for p in t.point_ids]
+    base.write_text(base.read_text().replace("l2_bandwidth_gbps: 5500", "l2_bandwidth_gbps: 6000"))
+    from fusesim.sweep.spec import _hardware, _raw_json
+
+    _raw_json.cache_clear()
+    _hardware.cache_clear()
+    ids2 = [p for t in spec.tasks()[0] for p in t.point_ids]
+    assert ids1 != ids2
+
+
+def test_cli_flags_run_and_plot(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    r = subprocess.run([sys.executable, "-m", "fusesim", "sweep", "--hw", "h100_sxm", "--vary",
+                        "hbm_bandwidth_gbps=3350,6700", "--workloads", "paper_gemm_chains", "--case", "G1", "G4",
+                        "--evaluator", BOUND, "--out", str(out), "--quiet", "--format", "json"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert len(read_rows(out)[1]) == 12
+    assert out.with_suffix(".meta.json").is_file()
