@@ -1,0 +1,150 @@
+"""`fusesim simulate WORKLOAD... --hw HW`: plan each case, run the plans on the SimPy machine.
+
+Without --strategy every case runs unfused, smem and dsm, and the table shows the speedup of the
+best fused plan over unfused. The planner is imported lazily (it pulls numpy); so is the simulator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from fusesim.commands.common import add_format, add_hw, hardware_arg, print_json, table, workload_arg
+from fusesim.errors import InputError
+from fusesim.yamlio import atomic_write
+
+STRATEGY_CHOICES = ("unfused", "smem", "dsm", "best")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("simulate", help="simulate the planned kernels of workload cases on a hardware description")
+    p.add_argument("workload", nargs="+", help="workload YAML(s) (e.g. workloads/paper_gemm_chains.yaml)")
+    add_hw(p)
+    p.add_argument("--case", action="append", metavar="ID", help="only these case ids (repeatable)")
+    p.add_argument("--strategy", choices=STRATEGY_CHOICES,
+                   help="one strategy ('best' = the planner's fastest); default: unfused, smem and dsm")
+    p.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto trace of every simulated plan")
+    add_format(p)
+    p.set_defaults(func=run)
+
+
+def _jobs(args: argparse.Namespace) -> list[tuple[Any, str]]:
+    chains = []
+    for path in args.workload:
+        wl = workload_arg(path)
+        chosen = [c for c in wl.cases if not args.case or c.case_id in args.case]
+        chains += chosen
+    if args.case:
+        have = {c.case_id for c in chains}
+        missing = [i for i in args.case if i not in have]
+        if missing:
+            raise InputError(", ".join(args.workload), "id", f"no case {missing[0]!r}", case=missing[0])
+    strategies = [args.strategy] if args.strategy else ["unfused", "smem", "dsm"]
+    return [(c, s) for c in chains for s in strategies]
+
+
+def _plan(chain: Any, hw: Any, strategy: str) -> tuple[Any, float | None, str | None]:
+    """(plan, planner-predicted ns, reason if infeasible)."""
+    from fusesim.planner import Infeasible, best_plan, plan_case
+
+    if strategy == "best":
+        try:
+            plan = best_plan(chain, hw, "best")
+        except Infeasible as exc:
+            return None, None, str(exc)
+        res = plan_case(chain, hw, strategies=(plan.strategy,), top_k=1)
+        scored = res.plans.get(plan.strategy) or []
+        return plan, (scored[0].predicted.time_ns if scored else None), None
+    res = plan_case(chain, hw, strategies=(strategy,), top_k=1)
+    scored = res.plans.get(strategy) or []
+    if not scored:
+        return None, None, res.infeasible.get(strategy, "no feasible plan")
+    return scored[0].plan, scored[0].predicted.time_ns, None
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from fusesim.sim import simulate
+
+    hw = hardware_arg(args.hw)
+    jobs = _jobs(args)
+    results: list[dict[str, Any]] = []
+    traces: list[tuple[str, list[dict[str, Any]]]] = []
+    bar = tqdm(jobs, desc="simulate", unit="plan", file=sys.stderr, disable=not sys.stderr.isatty())
+    for chain, strategy in bar:
+        bar.set_postfix_str(f"{chain.case_id} {strategy}")
+        plan, predicted_ns, reason = _plan(chain, hw, strategy)
+        row: dict[str, Any] = {"case": chain.case_id, "strategy": strategy}
+        if plan is None:
+            row.update(infeasible=reason)
+            results.append(row)
+            continue
+        r = simulate(plan, hw, trace=bool(args.trace))
+        if strategy == "best":
+            row["plan_strategy"] = plan.strategy
+        row.update({
+            "time_us": r.time_us,
+            "bytes": r.bytes,
+            "utilization": r.utilization,
+            "sim": {"events": r.events, "wall_s": r.wall_s},
+            "predicted_time_us": predicted_ns / 1e3 if predicted_ns is not None else None,
+            "floor_us": chain.floor_ns(hw, plan.instruction) / 1e3,
+            "plan": plan.summary(),
+        })
+        results.append(row)
+        if r.trace is not None:
+            traces.append((f"{chain.case_id} {plan.strategy}", r.trace))
+    _speedups(results)
+    if args.trace:
+        atomic_write(args.trace, _merge_traces(traces))
+    if args.format == "json":
+        print_json({"hw": hw.name, "results": results})
+        return 0
+    rows = []
+    for r in results:
+        if "infeasible" in r:
+            rows.append([r["case"], r["strategy"], "-", "-", "-", "-", "-", "-", "-", "infeasible: " + r["infeasible"][:60]])
+            continue
+        b = r["bytes"]
+        rows.append([r["case"], r.get("plan_strategy", r["strategy"]), r["time_us"],
+                     r["predicted_time_us"] if r["predicted_time_us"] is not None else "-", r["floor_us"],
+                     (b["hbm_read"] + b["hbm_write"]) / 1e6, (b["l2_read"] + b["l2_write"]) / 1e6, b["dsm"] / 1e6,
+                     f"{r['speedup_vs_unfused']:.2f}x" if r.get("speedup_vs_unfused") else "",
+                     r["plan"]])
+    print(table(["case", "strategy", "sim us", "pred us", "floor us", "HBM MB", "L2 MB", "DSM MB", "vs unfused", "plan"],
+                rows, title=f"simulated on {hw.name} (pred = planner cost model; floor = max(FLOPs/peak, min bytes/HBM))"))
+    best = [r for r in results if r.get("best_fused")]
+    if best:
+        print()
+        print("best fused vs unfused: " + ", ".join(f"{r['case']} {r['speedup_vs_unfused']:.2f}x ({r['strategy']})"
+                                                    for r in best))
+    return 0
+
+
+def _speedups(results: list[dict[str, Any]]) -> None:
+    """speedup_vs_unfused on fused rows; best_fused marks each case's fastest fused row."""
+    unfused = {r["case"]: r["time_us"] for r in results if r["strategy"] == "unfused" and "time_us" in r}
+    by_case: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        if "time_us" in r and r["case"] in unfused and r["strategy"] != "unfused":
+            r["speedup_vs_unfused"] = unfused[r["case"]] / r["time_us"]
+            by_case.setdefault(r["case"], []).append(r)
+    for rows in by_case.values():
+        min(rows, key=lambda r: r["time_us"])["best_fused"] = True
+
+
+def _merge_traces(traces: list[tuple[str, list[dict[str, Any]]]]) -> str:
+    """One trace file: each simulated plan becomes its own pair of processes (launcher, GPU)."""
+    import json
+
+    events: list[dict[str, Any]] = []
+    for i, (label, trace) in enumerate(traces):
+        for ev in trace:
+            ev = dict(ev)
+            ev["pid"] = 2 * i + ev.get("pid", 0)
+            if ev.get("name") == "process_name":
+                ev["args"] = {"name": f"{label}: {ev['args']['name']}"}
+            events.append(ev)
+    return json.dumps({"traceEvents": events, "displayTimeUnit": "ns"})
