@@ -92,8 +92,9 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
                     "resident_clusters": len(slots), "waves": -(-kernel.clusters // max(len(slots), 1))})
         if gpu.trace is not None:
             gpu.trace.host_span(kernel.name, "kernel", start, env.now)
-    outputs = ["E"]
-    dead = ["C"] if plan.strategy == "unfused" else []
+    last = plan.kernels[-1].op if plan.kernels else "fused"
+    outputs = ["C"] if last == "gemm0" else ["E"]  # a GEMM0-only plan (micro-cases) outputs C
+    dead = ["C"] if plan.strategy == "unfused" and last != "gemm0" else []
     t0 = env.now
     yield gpu.mem.flush(outputs, dead)
     if gpu.trace is not None:

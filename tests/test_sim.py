@@ -1,0 +1,205 @@
+"""The simulator: conservation against the dataflow analyzer, physics floors, micro-case
+bandwidths, determinism, and the pieces (fluid servers, L2, dispatch) on their own."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+import simpy
+
+from fusesim.hardware import Hardware, load_hardware
+from fusesim.plan import ClusterShape, Plan
+from fusesim.sim import examples as ex
+from fusesim.sim import simulate
+from fusesim.sim.fluid import FluidServer
+from fusesim.sim.memory import L2Cache
+from fusesim.workload import load_workload
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = ("paper_gemm_chains", "paper_gated_ffn", "paper_conv_chains")
+STRATEGIES = ("unfused", "smem", "dsm")
+
+
+@cache
+def hw(name: str = "h200") -> Hardware:
+    return load_hardware(ROOT / "hw_configs" / f"{name}.yaml")
+
+
+def paper_chains():
+    return [c for w in PAPER for c in load_workload(ROOT / "workloads" / f"{w}.yaml").cases]
+
+
+@cache
+def paper_runs(hw_name: str = "h200"):
+    """(chain, plan, SimResult, Volumes) for every paper case and feasible strategy."""
+    planner = pytest.importorskip("fusesim.planner")
+    out = []
+    for ch in paper_chains():
+        res = planner.plan_case(ch, hw(hw_name), strategies=STRATEGIES, top_k=1)
+        for s in STRATEGIES:
+            if res.plans.get(s):
+                plan = res.plans[s][0].plan
+                out.append((ch, plan, simulate(plan, hw(hw_name)), planner.analyze(plan, hw(hw_name))))
+    return out
+
+
+# ---- the pieces ----------------------------------------------------------------------------
+def test_fluid_server_shares_bandwidth_and_honours_caps():
+    env = simpy.Environment()
+    srv = FluidServer(env, "x", 10.0)  # 10 bytes/ns
+    done = {}
+
+    def flow(name, nbytes, cap=float("inf"), delay=0.0):
+        yield env.timeout(delay)
+        yield srv.transfer(nbytes, cap_bytes_per_ns=cap)
+        done[name] = env.now
+
+    env.process(flow("a", 100))            # alone for 5 ns (50 B), then shares 5/5
+    env.process(flow("b", 100, delay=5))
+    env.process(flow("c", 10, cap=1.0))    # capped at 1 B/ns from t=0: done at 10 ns
+    env.run()
+    assert done["c"] == pytest.approx(10.0)
+    # a: 0-5 at 9 B/ns (45 B), 5-10 at 4.5 (22.5), then 5 B/ns for the last 32.5 -> 16.5
+    assert done["a"] == pytest.approx(16.5)
+    # b: 22.5 B at 4.5 B/ns, 32.5 B at 5 B/ns, then alone at 10 B/ns for the last 45 B -> 21.0
+    assert done["b"] == pytest.approx(21.0)
+    assert srv.bytes_total == 210
+
+
+def test_l2_write_back_keeps_resident_intermediate_off_hbm():
+    cache = L2Cache(1000)
+    assert cache.write(("C", 0, 0), 400) == 0
+    assert cache.read(("C", 0, 0), 400) == (0, 0)  # written then read while resident: a hit
+    assert cache.read(("A", 0, 0), 500) == (500, 0)  # cold miss
+    miss, wb = cache.read(("A", 0, 1), 500)  # evicts the dirty C (LRU): it reaches HBM now
+    assert miss == 500 and wb == 400
+
+
+def test_l2_priority_keeps_reused_tensors():
+    cache = L2Cache(1000, priority={"A": 2, "B": 1})
+    cache.read(("A", 0, 0), 600)
+    miss, _ = cache.read(("B", 0, 0), 600)  # would evict A: passes through instead
+    assert miss == 600 and ("A", 0, 0) in cache and ("B", 0, 0) not in cache
+
+
+def test_clusters_of_16_use_112_sms_on_h200():
+    h = hw()
+    plan = ex.dsm_ring_plan(h, cluster_size=16, bytes_per_round=1 << 16, rounds=1)
+    r = simulate(plan, h, trace=True)
+    sms = {e["tid"] for e in r.trace if e.get("ph") == "X" and e["pid"] == 1}
+    assert len(sms) == h.max_active_clusters(16) * 16 == 112
+
+
+# ---- micro-cases: bandwidths from the spec --------------------------------------------------
+@pytest.mark.parametrize("hw_name", ["h200", "h100_sxm"])
+def test_copy_like_gemm_reaches_hbm_bandwidth(hw_name):
+    """A GEMM with K = 16 and 256x256 tiles is a 2 GB copy: read A/B, write C through L2 to HBM."""
+    h = hw(hw_name)
+    ch = ex.chain("copy", 32768, 32768, 16, 16)
+    plan = ex.unfused_plan(ch, bm=256, bn=256, bk=16, stages=2)
+    plan = plan.with_(kernels=plan.kernels[:1])
+    r = simulate(plan, h)
+    hbm = r.bytes["hbm_read"] + r.bytes["hbm_write"] + r.drain_bytes
+    assert hbm >= ch.c_bytes
+    gbps = hbm / (r.time_ns - h.launch_overhead_us * 1e3)
+    assert gbps == pytest.approx(h.hbm_bandwidth_gbps, rel=0.05)
+
+
+@pytest.mark.parametrize("cs", [2, 4, 8, 16])
+def test_dsm_ring_reaches_spec_bandwidth(cs):
+    h = hw()
+    r = simulate(ex.dsm_ring_plan(h, cluster_size=cs), h)
+    k = r.kernels[0]
+    sms = h.max_active_clusters(cs) * cs
+    per_sm = r.bytes["dsm"] / (k["end_ns"] - k["start_ns"]) / sms
+    assert per_sm == pytest.approx(h.dsm_bandwidth_gbps(cs), rel=0.05)
+
+
+# ---- determinism -----------------------------------------------------------------------------
+def test_deterministic_bit_for_bit():
+    h = hw()
+    ch = ex.chain("g", 256, 4096, 1024, 1024, gated=True)
+    for plan in (ex.unfused_plan(ch), ex.fused_plan(ch, ClusterShape(1, 4, 2, 4), 128, 64, 64, n_split=8)):
+        a, b = simulate(plan, h, trace=True), simulate(plan, h, trace=True)
+        da, db = a.to_dict(), b.to_dict()
+        da.pop("wall_s")
+        db.pop("wall_s")
+        assert json.dumps(da, sort_keys=True) == json.dumps(db, sort_keys=True)
+        assert json.dumps(a.trace) == json.dumps(b.trace)
+
+
+def test_plan_round_trip_simulates_identically():
+    h = hw()
+    ch = ex.chain("g", 128, 2048, 512, 512)
+    plan = ex.fused_plan(ch, ClusterShape(1, 2, 2, 4), 128, 64, 64, n_split=4)
+    again = Plan.from_json(plan.to_json())
+    assert simulate(plan, h).time_ns == simulate(again, h).time_ns
+
+
+# ---- the paper suites through the planner ----------------------------------------------------
+def test_conservation_against_dataflow_analyzer():
+    """L2 and DSM bytes agree with fusesim.planner.dataflow within 1% for every plan. HBM bytes
+    agree within 1% when the plan's tensors fit L2 together; otherwise capacity effects differ:
+    the analyzer charges every reuse stream of a tensor that is not held as a miss, while the
+    simulator's readers that run in the same wave share one fetch, so the simulator may read
+    less from HBM -- never less than each input once (cold L2), never more than the analyzer."""
+    h = hw()
+    checked = 0
+    for ch, plan, r, v in paper_runs():
+        for level in ("l2_read", "l2_write", "dsm"):
+            assert r.bytes[level] == pytest.approx(getattr(v, level), rel=0.01, abs=1), (ch.case_id, plan.strategy, level)
+        unique_in = ch.a_bytes + ch.b_bytes + ch.d_bytes
+        fits = unique_in + ch.e_bytes + (ch.c_bytes if plan.strategy == "unfused" else 0) <= h.l2_bytes
+        if fits:
+            assert r.bytes["hbm_read"] == pytest.approx(v.hbm_read, rel=0.01), (ch.case_id, plan.strategy)
+            assert r.bytes["hbm_write"] == pytest.approx(v.hbm_write, rel=0.01, abs=1), (ch.case_id, plan.strategy)
+        else:
+            assert unique_in * 0.99 <= r.bytes["hbm_read"] <= v.hbm_read * 1.01, (ch.case_id, plan.strategy)
+        checked += 1
+    assert checked >= 70
+
+
+def test_no_time_below_the_physical_floor():
+    h = hw()
+    for ch, plan, r, _v in paper_runs():
+        assert r.time_ns >= ch.floor_ns(h, plan.instruction), (ch.case_id, plan.strategy)
+        assert 0 <= r.utilization["hbm"] <= 1 and 0 <= r.utilization["tensor"] <= 1
+
+
+def test_every_paper_case_simulates_fast():
+    for ch, plan, r, _v in paper_runs():
+        assert r.wall_s < 2.0, (ch.case_id, plan.strategy, r.wall_s)
+
+
+# ---- CLI -------------------------------------------------------------------------------------
+def test_cli_json_contract(capsys):
+    pytest.importorskip("fusesim.planner")
+    from fusesim.cli import main
+
+    trace = ROOT / "tests" / ".sim_trace_test.json"
+    try:
+        rc = main(["simulate", str(ROOT / "workloads/paper_gemm_chains.yaml"), "--hw", "h200", "--case", "G1",
+                   "--format", "json", "--trace", str(trace)])
+        assert rc == 0
+        out = json.loads(capsys.readouterr().out)
+        rows = out["results"]
+        assert [r["strategy"] for r in rows] == list(STRATEGIES)
+        for r in rows:
+            assert set(r["bytes"]) == {"hbm_read", "hbm_write", "l2_read", "l2_write", "dsm"}
+            assert {"tensor", "hbm", "dsm", "l2"} <= set(r["utilization"])
+            assert r["time_us"] > 0 and r["sim"]["events"] > 0
+        events = json.loads(trace.read_text())["traceEvents"]
+        cats = {e.get("cat") for e in events}
+        assert {"load", "mma", "exchange", "barrier"} <= cats
+    finally:
+        trace.unlink(missing_ok=True)
+
+
+def test_cli_unknown_case_is_bad_input(capsys):
+    from fusesim.cli import main
+
+    assert main(["simulate", str(ROOT / "workloads/paper_gemm_chains.yaml"), "--hw", "h200", "--case", "NOPE"]) == 2
+    assert "NOPE" in capsys.readouterr().err
