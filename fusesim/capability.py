@@ -77,7 +77,8 @@ def fused_layout(plan: Plan) -> FusedLayout:
     e_acc = t.block_m * (t.block_l + PAD_F32) * 4
     n_cbuf = 2 if c.shuffle > 1 else 1
     c_buf = n_cbuf * t.block_m * (t.block_n + PAD_BF16) * 2
-    x_buf = (c.k - 1) * t.block_m * (t.block_n + PAD_F32) * 4 if c.k > 1 else 0
+    x_slots = (c.k - 1) * (2 if gated_seq else 1)
+    x_buf = x_slots * t.block_m * (t.block_n + PAD_F32) * 4
     a_tile = t.block_m * (t.block_k + PAD_BF16)
     b_tile = t.block_k * (t.block_n + PAD_BF16) * (2 if gated_seq else 1)
     d_tile = t.block_k * (sub_l + PAD_BF16)
