@@ -93,3 +93,15 @@ def run(args: argparse.Namespace) -> int:
     print(table(["case", "best", "ok", "ours us", "eager us", "graph us", "x eager", "x graph"], rows,
                 title=f"{wl.name} on {doc['env']['gpu']} -> {out}"))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry (python -m fusesim.commands.bench ...): needs no other subcommand to import."""
+    parser = argparse.ArgumentParser(prog="fusesim")
+    register(parser.add_subparsers(dest="cmd"))
+    args = parser.parse_args(["bench", *(sys.argv[1:] if argv is None else argv)])
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

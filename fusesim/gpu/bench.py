@@ -131,7 +131,8 @@ def _child(args: list[str]) -> int:
 
 
 def bench(cases: list[Chain], hw: Any, strategies: tuple[str, ...], top_k: int, source: str, reps: int,
-          seed: int, work: Path, case_timeout_s: int = 240, torch_baseline: bool = True) -> list[dict[str, Any]]:
+          seed: int, work: Path, case_timeout_s: int | None = None, torch_baseline: bool = True) -> list[dict[str, Any]]:
+    case_timeout_s = case_timeout_s or int(os.environ.get("FUSESIM_CASE_TIMEOUT", "240"))
     work.mkdir(parents=True, exist_ok=True)
     per_case = {ch.case_id: select_plans(ch, hw, strategies, top_k, source) for ch in cases}
     flat = [(cid, e) for cid, es in per_case.items() for e in es]
