@@ -1,0 +1,1232 @@
+// fusesim calibrate: microbenchmarks that measure a Hopper GPU for the Hardware spec.
+//
+// One binary, one benchmark group per invocation, so that a fault in one group (a sticky CUDA
+// error, a hang killed by the runner's timeout) loses only that group:
+//     calib GROUP [--quick]        prints one JSON object on stdout
+// Groups: info clock hbm l2 smem dsm dsm_lat barrier occupancy gpc mma wgmma launch verify.
+// `verify` runs the key kernels once with small counts and prints the instruction and byte counts
+// they must execute, for the runner to compare with Nsight Compute (ptxas can merge repeated loads:
+// a bandwidth number is trusted only when the executed instruction count matches).
+//
+// Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o calib calib.cu
+#include <cooperative_groups.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "wgmma_m64n256k16.inc"
+
+namespace cg = cooperative_groups;
+
+#define CK(x)                                                                                     \
+  do {                                                                                            \
+    cudaError_t e_ = (x);                                                                         \
+    if (e_ != cudaSuccess) {                                                                      \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));          \
+      exit(3);                                                                                    \
+    }                                                                                             \
+  } while (0)
+#define CKL() CK(cudaGetLastError())
+
+static bool g_quick = false;
+
+// ---------------------------------------------------------------------------------------------
+// Minimal JSON writer (the binary has no dependencies).
+struct Json {
+  std::string s;
+  std::vector<bool> first;
+  void sep() {
+    if (!first.empty()) {
+      if (!first.back()) s += ",";
+      first.back() = false;
+    }
+  }
+  void key(const char* k) {
+    sep();
+    s += "\"";
+    s += k;
+    s += "\":";
+  }
+  void raw_num(double v) {
+    char b[64];
+    if (std::isnan(v) || std::isinf(v)) snprintf(b, sizeof b, "null");
+    else if (v == std::floor(v) && std::fabs(v) < 9e15) snprintf(b, sizeof b, "%.0f", v);
+    else snprintf(b, sizeof b, "%.9g", v);
+    s += b;
+  }
+  Json& obj(const char* k = nullptr) {
+    if (k) key(k); else sep();
+    s += "{";
+    first.push_back(true);
+    return *this;
+  }
+  Json& arr(const char* k = nullptr) {
+    if (k) key(k); else sep();
+    s += "[";
+    first.push_back(true);
+    return *this;
+  }
+  Json& close_obj() { first.pop_back(); s += "}"; return *this; }
+  Json& close_arr() { first.pop_back(); s += "]"; return *this; }
+  Json& num(const char* k, double v) { key(k); raw_num(v); return *this; }
+  Json& val(double v) { sep(); raw_num(v); return *this; }
+  Json& str(const char* k, const std::string& v) {
+    key(k);
+    s += "\"";
+    for (char c : v) {
+      if (c == '"' || c == '\\') s += '\\';
+      if ((unsigned char)c >= 32) s += c;
+    }
+    s += "\"";
+    return *this;
+  }
+  Json& nums(const char* k, const std::vector<double>& v) {
+    arr(k);
+    for (double x : v) val(x);
+    return close_arr();
+  }
+};
+
+static double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct Timer {
+  cudaEvent_t a, b;
+  Timer() { CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b)); }
+  ~Timer() { cudaEventDestroy(a); cudaEventDestroy(b); }
+  void start() { CK(cudaEventRecord(a)); }
+  double stop_ms() {
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    CKL();
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    return ms;
+  }
+};
+
+template <class F>
+static std::vector<double> time_reps(int reps, F launch) {
+  Timer t;
+  launch();  // warm-up: module load, first-touch, cache warm where intended
+  CK(cudaDeviceSynchronize());
+  CKL();
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    t.start();
+    launch();
+    ms.push_back(t.stop_ms());
+  }
+  return ms;
+}
+
+static int sm_count() {
+  int n = 0;
+  CK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0));
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// PTX helpers.
+__device__ __forceinline__ uint64_t gtimer() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ uint32_t smid() {
+  uint32_t x;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(x));
+  return x;
+}
+__device__ __forceinline__ uint32_t nsmid() {
+  uint32_t x;
+  asm volatile("mov.u32 %0, %%nsmid;" : "=r"(x));
+  return x;
+}
+__device__ __forceinline__ uint32_t ld_cg_u32(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint4 ld_cg_v4(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+__device__ __forceinline__ uint32_t mapa(uint32_t cta_addr, uint32_t rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(cta_addr), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ uint32_t cluster_nrank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync_all() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// Non-.aligned form, for barriers reached after a branch taken by some threads of a warp only.
+__device__ __forceinline__ void cluster_sync_diverged() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+__device__ __forceinline__ uint32_t cta_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Launch helper: cluster dimension as a launch attribute (no compile-time __cluster_dims__).
+template <typename... KArgs, typename... Args>
+static cudaError_t launch_cluster(void (*k)(KArgs...), int grid, int threads, size_t smem, int cs,
+                                  Args... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = 0;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = cs;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, k, args...);
+}
+
+template <typename K>
+static int max_active_clusters(K k, int threads, size_t smem, int cs) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(cs * 64);
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = cs;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int n = -1;
+  cudaError_t e = cudaOccupancyMaxActiveClusters(&n, (void*)k, &cfg);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return n;
+}
+
+template <typename K>
+static void allow_big(K k, size_t smem) {
+  CK(cudaFuncSetAttribute((void*)k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  CK(cudaFuncSetAttribute((void*)k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+}
+
+// ---------------------------------------------------------------------------------------------
+// info: device properties the spec copies directly.
+static void group_info(Json& j) {
+  cudaDeviceProp p;
+  CK(cudaGetDeviceProperties(&p, 0));
+  int clock_khz = 0, mem_khz = 0, drv = 0, rt = 0;
+  cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0);
+  cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0);
+  cudaDriverGetVersion(&drv);
+  cudaRuntimeGetVersion(&rt);
+  j.str("name", p.name);
+  j.num("cc_major", p.major).num("cc_minor", p.minor);
+  j.num("sm_count", p.multiProcessorCount);
+  j.num("smem_per_sm_bytes", (double)p.sharedMemPerMultiprocessor);
+  j.num("smem_per_block_optin_bytes", (double)p.sharedMemPerBlockOptin);
+  j.num("smem_per_block_default_bytes", (double)p.sharedMemPerBlock);
+  j.num("reserved_smem_per_block_bytes", (double)p.reservedSharedMemPerBlock);
+  j.num("registers_per_sm", p.regsPerMultiprocessor);
+  j.num("registers_per_block", p.regsPerBlock);
+  j.num("max_threads_per_sm", p.maxThreadsPerMultiProcessor);
+  j.num("max_threads_per_block", p.maxThreadsPerBlock);
+  j.num("max_blocks_per_sm", p.maxBlocksPerMultiProcessor);
+  j.num("warp_size", p.warpSize);
+  j.num("l2_bytes", p.l2CacheSize);
+  j.num("persisting_l2_max_bytes", p.persistingL2CacheMaxSize);
+  j.num("global_memory_bytes", (double)p.totalGlobalMem);
+  j.num("memory_bus_width_bits", p.memoryBusWidth);
+  j.num("clock_rate_khz_attr", clock_khz);
+  j.num("memory_clock_rate_khz_attr", mem_khz);
+  j.num("driver_version", drv).num("runtime_version", rt);
+}
+
+// ---------------------------------------------------------------------------------------------
+// clock: SM clock under load, from clock64 cycles against %globaltimer nanoseconds.
+__global__ void k_clock(uint64_t spin_ns, double* mhz, float* sink) {
+  float x = threadIdx.x * 1e-3f, y = 1.0001f;
+  uint64_t t0 = gtimer();
+  long long c0 = clock64();
+  uint64_t t1;
+  do {
+#pragma unroll 16
+    for (int i = 0; i < 64; ++i) x = fmaf(x, y, 1e-7f);
+    t1 = gtimer();
+  } while (t1 - t0 < spin_ns);
+  long long c1 = clock64();
+  if (threadIdx.x == 0) mhz[blockIdx.x] = (double)(c1 - c0) / (double)(t1 - t0) * 1e3;
+  if (x == 12345.f) sink[0] = x;
+}
+
+static void group_clock(Json& j) {
+  int sms = sm_count();
+  double* d;
+  float* sink;
+  CK(cudaMalloc(&d, sms * 4 * sizeof(double)));
+  CK(cudaMalloc(&sink, 4));
+  k_clock<<<sms * 4, 256>>>(g_quick ? 5000000ull : 30000000ull, d, sink);  // 5 or 30 ms
+  CKL();
+  CK(cudaDeviceSynchronize());
+  std::vector<double> h(sms * 4);
+  CK(cudaMemcpy(h.data(), d, h.size() * sizeof(double), cudaMemcpyDeviceToHost));
+  j.num("sm_clock_mhz_median", median(h));
+  j.num("sm_clock_mhz_min", *std::min_element(h.begin(), h.end()));
+  j.num("sm_clock_mhz_max", *std::max_element(h.begin(), h.end()));
+  j.str("method", "clock64 cycles / %globaltimer ns over a 30 ms FMA spin, 4 blocks x 256 threads per SM");
+  CK(cudaFree(d));
+  CK(cudaFree(sink));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pointer chase over global memory (HBM and L2 latency). buf holds word indices: p = buf[p].
+__global__ void k_scatter(uint32_t* buf, const uint32_t* pos, const uint32_t* val, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) buf[pos[i]] = val[i];
+}
+
+__global__ void k_chase_global(const uint32_t* __restrict__ buf, uint32_t start, int warm, int steps,
+                               unsigned long long* out) {
+  uint32_t p = start;
+  for (int i = 0; i < warm; ++i) p = ld_cg_u32(buf + p);
+  uint64_t t0 = gtimer();
+  long long c0 = clock64();
+  for (int i = 0; i < steps; ++i) p = ld_cg_u32(buf + p);
+  long long c1 = clock64();
+  uint64_t t1 = gtimer();
+  out[0] = (unsigned long long)(c1 - c0);
+  out[1] = t1 - t0;
+  out[2] = p;
+}
+
+// Chain through `lines` (cache-line indices, 128 B lines) in the given order; returns start word.
+static uint32_t write_chain(uint32_t* d_buf, const std::vector<uint32_t>& lines, bool cycle) {
+  size_t n = lines.size();
+  std::vector<uint32_t> pos(n), val(n);
+  for (size_t i = 0; i < n; ++i) {
+    pos[i] = lines[i] * 32u;
+    val[i] = (i + 1 < n ? lines[i + 1] : (cycle ? lines[0] : lines[i])) * 32u;
+  }
+  uint32_t *dp, *dv;
+  CK(cudaMalloc(&dp, n * 4));
+  CK(cudaMalloc(&dv, n * 4));
+  CK(cudaMemcpy(dp, pos.data(), n * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dv, val.data(), n * 4, cudaMemcpyHostToDevice));
+  k_scatter<<<(unsigned)((n + 255) / 256), 256>>>(d_buf, dp, dv, (int)n);
+  CKL();
+  CK(cudaDeviceSynchronize());
+  CK(cudaFree(dp));
+  CK(cudaFree(dv));
+  return lines[0] * 32u;
+}
+
+struct ChaseResult {
+  double cycles_per_step, ns_per_step;
+};
+
+static ChaseResult chase(const uint32_t* buf, uint32_t start, int warm, int steps) {
+  unsigned long long* d;
+  CK(cudaMalloc(&d, 3 * 8));
+  k_chase_global<<<1, 1>>>(buf, start, warm, steps, d);
+  CKL();
+  CK(cudaDeviceSynchronize());
+  unsigned long long h[3];
+  CK(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+  CK(cudaFree(d));
+  return {(double)h[0] / steps, (double)h[1] / steps};
+}
+
+// ---------------------------------------------------------------------------------------------
+// HBM bandwidth: copy (read + write counted), read-only and write-only streams of 1 GiB buffers.
+constexpr int kStreamThreads = 256;
+constexpr int kStreamUnroll = 4;
+
+__global__ void k_copy(const uint4* __restrict__ a, uint4* __restrict__ b, size_t n) {
+  size_t stride = (size_t)gridDim.x * blockDim.x * kStreamUnroll;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x * kStreamUnroll + threadIdx.x; i < n; i += stride) {
+    uint4 v[kStreamUnroll];
+#pragma unroll
+    for (int u = 0; u < kStreamUnroll; ++u) v[u] = a[i + u * blockDim.x];
+#pragma unroll
+    for (int u = 0; u < kStreamUnroll; ++u) b[i + u * blockDim.x] = v[u];
+  }
+}
+
+__global__ void k_read(const uint4* __restrict__ a, size_t n, uint32_t* sink) {
+  size_t stride = (size_t)gridDim.x * blockDim.x * kStreamUnroll;
+  uint32_t acc = 0;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x * kStreamUnroll + threadIdx.x; i < n; i += stride) {
+    uint4 v[kStreamUnroll];
+#pragma unroll
+    for (int u = 0; u < kStreamUnroll; ++u) v[u] = a[i + u * blockDim.x];
+#pragma unroll
+    for (int u = 0; u < kStreamUnroll; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  if (acc == 0x9e3779b9u) sink[0] = acc;
+}
+
+__global__ void k_write(uint4* __restrict__ b, size_t n) {
+  size_t stride = (size_t)gridDim.x * blockDim.x * kStreamUnroll;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x * kStreamUnroll + threadIdx.x; i < n; i += stride) {
+#pragma unroll
+    for (int u = 0; u < kStreamUnroll; ++u) b[i + u * blockDim.x] = make_uint4((uint32_t)i, u, 1, 2);
+  }
+}
+
+static void group_hbm(Json& j) {
+  const size_t bytes = (size_t)1 << 30;  // 1 GiB per buffer, 17x the L2
+  const size_t n = bytes / 16;
+  int sms = sm_count();
+  int reps = g_quick ? 3 : 9;
+  uint4 *a, *b;
+  uint32_t* sink;
+  CK(cudaMalloc(&a, bytes));
+  CK(cudaMalloc(&b, bytes));
+  CK(cudaMalloc(&sink, 16));
+  CK(cudaMemset(a, 0x5a, bytes));
+  CK(cudaMemset(b, 0xa5, bytes));
+  int grid = sms * 8;
+  auto copy = time_reps(reps, [&] { k_copy<<<grid, kStreamThreads>>>(a, b, n); });
+  auto rd = time_reps(reps, [&] { k_read<<<grid, kStreamThreads>>>(a, n, sink); });
+  auto wr = time_reps(reps, [&] { k_write<<<grid, kStreamThreads>>>(b, n); });
+  auto mc = time_reps(reps, [&] { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
+  auto gbps = [&](std::vector<double> ms, double mult) {
+    std::vector<double> g;
+    for (double m : ms) g.push_back(mult * bytes / (m * 1e-3) / 1e9);
+    return g;
+  };
+  j.obj("bandwidth");
+  j.num("buffer_bytes", (double)bytes).num("reps", reps).num("grid", grid).num("threads", kStreamThreads);
+  j.num("copy_gbps_median", median(gbps(copy, 2))).nums("copy_gbps", gbps(copy, 2));
+  j.num("read_gbps_median", median(gbps(rd, 1))).nums("read_gbps", gbps(rd, 1));
+  j.num("write_gbps_median", median(gbps(wr, 1))).nums("write_gbps", gbps(wr, 1));
+  j.num("memcpy_d2d_gbps_median", median(gbps(mc, 2)));
+  j.str("method", "uint4 grid-stride copy kernel of 1 GiB, bytes read + written over CUDA-event time; median of reps after a warm-up");
+  j.close_obj();
+
+  // Latency: one thread chases a chain of distinct 128 B lines that were evicted from L2 by
+  // writing 512 MiB elsewhere, so every step is a cold miss. Two regions: 16 MiB (few TLB
+  // misses: the latency a streaming tile load sees) and 1 GiB (random lines, TLB misses too).
+  uint32_t* chain_buf = reinterpret_cast<uint32_t*>(a);
+  std::mt19937 rng(12345);
+  int steps = g_quick ? 4000 : 20000;
+  j.obj("latency");
+  struct Region {
+    const char* name;
+    size_t bytes;
+  } regions[] = {{"cold_16mib", (size_t)16 << 20}, {"cold_1gib", bytes}};
+  for (auto& r : regions) {
+    uint32_t nlines = (uint32_t)(r.bytes / 128);
+    std::vector<uint32_t> lines(nlines);
+    std::iota(lines.begin(), lines.end(), 0u);
+    std::shuffle(lines.begin(), lines.end(), rng);
+    lines.resize(std::min<size_t>(lines.size(), steps + 1));
+    CK(cudaMemset(a, 0, bytes));
+    uint32_t start = write_chain(chain_buf, lines, false);
+    std::vector<double> cyc, ns;
+    for (int rep = 0; rep < (g_quick ? 2 : 5); ++rep) {
+      CK(cudaMemset(b, rep, (size_t)512 << 20));  // evict the chain from L2: written and then
+      k_read<<<grid, kStreamThreads>>>(b, n, sink);  // read lines, in case writes are evict-first
+      CKL();
+      CK(cudaDeviceSynchronize());
+      ChaseResult c = chase(chain_buf, start, 0, steps);
+      cyc.push_back(c.cycles_per_step);
+      ns.push_back(c.ns_per_step);
+    }
+    j.obj(r.name);
+    j.num("region_bytes", (double)r.bytes).num("steps", steps);
+    j.num("ns_median", median(ns)).num("cycles_median", median(cyc));
+    j.nums("ns", ns).nums("cycles", cyc);
+    j.close_obj();
+  }
+  j.str("method", "single-thread ld.global.cg pointer chase over distinct random 128 B lines after evicting L2 (512 MiB memset + 1 GiB read of another buffer); ns from %globaltimer, cycles from clock64");
+  j.close_obj();
+  CK(cudaFree(a));
+  CK(cudaFree(b));
+  CK(cudaFree(sink));
+}
+
+// ---------------------------------------------------------------------------------------------
+// L2: bandwidth of ld.global.cg (L1 bypassed) over a working set well inside L2, all SMs; latency
+// of a pointer chase inside a warm 4 MiB region.
+constexpr int kL2Threads = 1024;
+constexpr int kL2Unroll = 4;
+
+__global__ void __launch_bounds__(kL2Threads) k_l2_read(const uint4* __restrict__ buf, uint32_t mask, int iters,
+                                                         uint32_t* sink) {
+  uint32_t base = blockIdx.x * blockDim.x * kL2Unroll + threadIdx.x;
+  uint32_t stride = gridDim.x * blockDim.x * kL2Unroll;
+  uint32_t acc = 0;
+  for (int it = 0; it < iters; ++it) {
+    uint4 v[kL2Unroll];
+#pragma unroll
+    for (int u = 0; u < kL2Unroll; ++u) v[u] = ld_cg_v4(buf + ((base + it * stride + u * blockDim.x) & mask));
+#pragma unroll
+    for (int u = 0; u < kL2Unroll; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  if (acc == 0x9e3779b9u) sink[0] = acc;
+}
+
+static void group_l2(Json& j) {
+  int sms = sm_count();
+  int reps = g_quick ? 3 : 7;
+  int grid = sms * 2;
+  const size_t max_bytes = (size_t)32 << 20;
+  uint4* buf;
+  uint32_t* sink;
+  CK(cudaMalloc(&buf, max_bytes));
+  CK(cudaMalloc(&sink, 16));
+  CK(cudaMemset(buf, 0x3c, max_bytes));
+  j.obj("bandwidth");
+  j.num("grid", grid).num("threads", kL2Threads).num("reps", reps);
+  for (size_t ws : {(size_t)8 << 20, (size_t)16 << 20, (size_t)32 << 20}) {
+    uint32_t mask = (uint32_t)(ws / 16 - 1);
+    int iters = g_quick ? 50 : 500;
+    double bytes = (double)grid * kL2Threads * kL2Unroll * 16.0 * iters;
+    auto ms = time_reps(reps, [&] { k_l2_read<<<grid, kL2Threads>>>(buf, mask, iters, sink); });
+    std::vector<double> g;
+    for (double m : ms) g.push_back(bytes / (m * 1e-3) / 1e9);
+    char name[32];
+    snprintf(name, sizeof name, "ws_%zumib", ws >> 20);
+    j.obj(name).num("working_set_bytes", (double)ws).num("bytes", bytes).num("gbps_median", median(g)).nums("gbps", g).close_obj();
+  }
+  j.str("method", "ld.global.cg.v4 (L1 bypassed) over a working set inside L2, 2 x 1024 threads per SM, bytes read over CUDA-event time; median of reps after a warm-up run");
+  j.close_obj();
+
+  // Latency: Sattolo cycle over all lines of a 4 MiB region; one full warm walk, then timed steps.
+  const size_t region = (size_t)4 << 20;
+  uint32_t nlines = (uint32_t)(region / 128);
+  std::vector<uint32_t> lines(nlines);
+  std::iota(lines.begin(), lines.end(), 0u);
+  std::mt19937 rng(777);
+  std::shuffle(lines.begin(), lines.end(), rng);
+  CK(cudaMemset(buf, 0, region));
+  uint32_t* w = reinterpret_cast<uint32_t*>(buf);
+  uint32_t start = write_chain(w, lines, true);
+  int steps = g_quick ? 5000 : 20000;
+  std::vector<double> cyc, ns;
+  for (int rep = 0; rep < (g_quick ? 2 : 5); ++rep) {
+    ChaseResult c = chase(w, start, (int)nlines, steps);
+    cyc.push_back(c.cycles_per_step);
+    ns.push_back(c.ns_per_step);
+  }
+  j.obj("latency");
+  j.num("region_bytes", (double)region).num("steps", steps);
+  j.num("ns_median", median(ns)).num("cycles_median", median(cyc)).nums("ns", ns).nums("cycles", cyc);
+  j.str("method", "single-thread ld.global.cg pointer chase, random cycle over the 32768 lines of a 4 MiB region, one warm walk then timed steps");
+  j.close_obj();
+  CK(cudaFree(buf));
+  CK(cudaFree(sink));
+}
+
+// ---------------------------------------------------------------------------------------------
+// SMEM bandwidth per SM: ld.shared.v4 by 1024 threads, one block per SM (128 KiB dynamic SMEM).
+constexpr int kBwThreads = 1024;
+constexpr int kBwUnroll = 4;
+constexpr uint32_t kBwSmemBytes = 128 * 1024;
+
+__global__ void __launch_bounds__(kBwThreads, 1) k_smem_read(int iters, uint32_t* sink) {
+  extern __shared__ uint4 sm[];
+  const uint32_t nvec = kBwSmemBytes / 16;
+  for (uint32_t i = threadIdx.x; i < nvec; i += blockDim.x) sm[i] = make_uint4(i, i * 3, i * 5, i * 7);
+  __syncthreads();
+  uint32_t base = cta_addr(sm);
+  uint32_t acc = 0;
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int u = 0; u < kBwUnroll; ++u) {
+      uint32_t idx = ((uint32_t)(it * kBwUnroll + u) * blockDim.x + threadIdx.x) & (nvec - 1);
+      uint32_t x, y, z, w;
+      asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "r"(base + idx * 16));
+      acc ^= x ^ y ^ z ^ w;
+    }
+  }
+  if (acc == 0x9e3779b9u) sink[0] = acc;
+}
+
+static void group_smem(Json& j) {
+  int sms = sm_count();
+  allow_big(k_smem_read, kBwSmemBytes);
+  uint32_t* sink;
+  CK(cudaMalloc(&sink, 16));
+  int iters = g_quick ? 500 : 8000;
+  int reps = g_quick ? 3 : 7;
+  auto ms = time_reps(reps, [&] { k_smem_read<<<sms, kBwThreads, kBwSmemBytes>>>(iters, sink); });
+  double bytes_per_block = (double)kBwThreads * iters * kBwUnroll * 16;
+  std::vector<double> g;
+  for (double m : ms) g.push_back(bytes_per_block / (m * 1e-3) / 1e9);
+  j.num("iters", iters).num("threads", kBwThreads).num("grid", sms);
+  j.num("gbps_per_sm_median", median(g)).nums("gbps_per_sm", g);
+  j.str("method", "ld.shared.v4 by 1024 threads, one block per SM, conflict-free consecutive 16 B per thread; bytes per block over CUDA-event time");
+  CK(cudaFree(sink));
+}
+
+// ---------------------------------------------------------------------------------------------
+// DSM bandwidth: each block pushes to (st.shared::cluster.v4) or pulls from (ld.shared::cluster.v4)
+// the SMEM of its ring neighbour (rank + 1) % cluster size. One block per SM (128 KiB SMEM).
+template <bool PUSH>
+__global__ void __launch_bounds__(kBwThreads, 1) k_dsm_bw(int iters, uint32_t* sink, unsigned long long* cycles) {
+  extern __shared__ uint4 sm[];
+  const uint32_t nvec = kBwSmemBytes / 16;
+  for (uint32_t i = threadIdx.x; i < nvec; i += blockDim.x) sm[i] = make_uint4(i, i ^ 1, i ^ 2, i ^ 3);
+  cluster_sync_all();  // peers exist and are initialised before the first remote access
+  uint32_t rank = cluster_rank(), cs = cluster_nrank();
+  uint32_t remote = mapa(cta_addr(sm), (rank + 1) % cs);
+  long long c0 = clock64();
+  uint32_t acc = threadIdx.x;
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int u = 0; u < kBwUnroll; ++u) {
+      uint32_t idx = ((uint32_t)(it * kBwUnroll + u) * blockDim.x + threadIdx.x) & (nvec - 1);
+      if (PUSH) {
+        asm volatile("st.shared::cluster.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(remote + idx * 16), "r"(acc), "r"(idx),
+                     "r"(it), "r"(u)
+                     : "memory");
+      } else {
+        uint32_t x, y, z, w;
+        asm volatile("ld.shared::cluster.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(x), "=r"(y), "=r"(z), "=r"(w)
+                     : "r"(remote + idx * 16)
+                     : "memory");
+        acc ^= x ^ y ^ z ^ w;
+      }
+    }
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (threadIdx.x == 0) cycles[blockIdx.x] = (unsigned long long)(c1 - c0);
+  __syncwarp();
+  cluster_sync_all();  // our SMEM outlives the peers' accesses
+  if (acc == 0x9e3779b9u) sink[0] = acc;
+}
+
+static void group_dsm(Json& j) {
+  int reps = g_quick ? 3 : 5;
+  int iters = g_quick ? 200 : 2000;
+  allow_big(k_dsm_bw<true>, kBwSmemBytes);
+  allow_big(k_dsm_bw<false>, kBwSmemBytes);
+  uint32_t* sink;
+  unsigned long long* cyc;
+  CK(cudaMalloc(&sink, 16));
+  CK(cudaMalloc(&cyc, 4096 * 8));
+  double bytes_per_block = (double)kBwThreads * iters * kBwUnroll * 16;
+  j.num("iters", iters).num("threads", kBwThreads).num("smem_bytes", kBwSmemBytes).num("bytes_per_block", bytes_per_block);
+  for (int push = 1; push >= 0; --push) {
+    j.obj(push ? "push" : "pull");
+    for (int cs : {2, 4, 8, 16}) {
+      auto k = push ? k_dsm_bw<true> : k_dsm_bw<false>;
+      int clusters = max_active_clusters(k, kBwThreads, kBwSmemBytes, cs);
+      char name[16];
+      snprintf(name, sizeof name, "%d", cs);
+      j.obj(name);
+      j.num("max_active_clusters", clusters);
+      for (int whole = 1; whole >= 0; --whole) {
+        int ncl = whole ? clusters : 1;
+        if (ncl <= 0) continue;
+        int grid = ncl * cs;
+        auto ms = time_reps(reps, [&] { CK(launch_cluster(k, grid, kBwThreads, kBwSmemBytes, cs, iters, sink, cyc)); });
+        std::vector<unsigned long long> hc(grid);
+        CK(cudaMemcpy(hc.data(), cyc, grid * 8, cudaMemcpyDeviceToHost));
+        std::vector<double> bpc;
+        for (auto c : hc) bpc.push_back(bytes_per_block / (double)c);
+        std::vector<double> g;
+        for (double m : ms) g.push_back(bytes_per_block / (m * 1e-3) / 1e9);
+        j.obj(whole ? "whole_gpu" : "one_cluster");
+        j.num("grid", grid).num("gbps_per_sm_median", median(g)).nums("gbps_per_sm", g);
+        j.num("bytes_per_cycle_per_sm_median", median(bpc));
+        j.num("aggregate_gbps_median", median(g) * grid);
+        j.close_obj();
+      }
+      j.close_obj();
+    }
+    j.close_obj();
+  }
+  j.str("method", "ring: block r pushes st.shared::cluster.v4 to / pulls ld.shared::cluster.v4 from rank (r+1)%cs, 1024 threads, one block per SM, all co-resident clusters (whole_gpu) or one; per-SM GB/s = bytes per block over CUDA-event time (kernel incl. two cluster barriers); bytes/cycle from clock64 over the loop");
+  CK(cudaFree(sink));
+  CK(cudaFree(cyc));
+}
+
+// ---------------------------------------------------------------------------------------------
+// DSM latency: one thread of rank 0 chases a chain held in each peer's SMEM (ld.shared::cluster),
+// including its own SMEM through a cluster address, and its own SMEM through a CTA address.
+constexpr int kChainEntries = 512;  // one entry per 128 B over 64 KiB
+constexpr uint32_t kLatSmem = kChainEntries * 128;
+
+__global__ void k_dsm_latency(int steps, double* out /* [cs+1] cycles, [cs+1] ns, [cs] smid */) {
+  extern __shared__ uint32_t w[];
+  uint32_t rank = cluster_rank(), cs = cluster_nrank();
+  uint32_t base = cta_addr(w);
+  for (int k = threadIdx.x; k < kChainEntries; k += blockDim.x) {
+    uint32_t next = (k + 1) % kChainEntries;
+    w[k * 32] = mapa(base + next * 128, rank);  // cluster address of the next entry
+    w[k * 32 + 1] = base + next * 128 + 4;      // CTA address of the next entry's word 1
+  }
+  cluster_sync_all();
+  if (threadIdx.x == 0) out[2 * (cs + 1) + rank] = smid();
+  if (rank == 0 && threadIdx.x == 0) {
+    for (uint32_t peer = 0; peer < cs; ++peer) {
+      uint32_t p = mapa(base, peer);
+      for (int i = 0; i < 64; ++i) asm volatile("ld.shared::cluster.u32 %0, [%0];" : "+r"(p)::"memory");
+      uint64_t t0 = gtimer();
+      long long c0 = clock64();
+      for (int i = 0; i < steps; ++i) asm volatile("ld.shared::cluster.u32 %0, [%0];" : "+r"(p)::"memory");
+      long long c1 = clock64();
+      uint64_t t1 = gtimer();
+      out[peer] = (double)(c1 - c0) / steps;
+      out[cs + 1 + peer] = (double)(t1 - t0) / steps;
+      if (p == 1) out[0] = 0;  // keeps p live
+    }
+    uint32_t p = base + 4;
+    long long c0 = clock64();
+    uint64_t t0 = gtimer();
+    for (int i = 0; i < steps; ++i) asm volatile("ld.shared.u32 %0, [%0];" : "+r"(p)::"memory");
+    uint64_t t1 = gtimer();
+    long long c1 = clock64();
+    out[cs] = (double)(c1 - c0) / steps;
+    out[cs + 1 + cs] = (double)(t1 - t0) / steps;
+    if (p == 1) out[0] = 0;
+  }
+  __syncwarp();
+  cluster_sync_diverged();
+}
+
+static void group_dsm_lat(Json& j) {
+  allow_big(k_dsm_latency, kLatSmem);
+  int steps = g_quick ? 2000 : 10000;
+  int launches = g_quick ? 2 : 4;
+  double* d;
+  CK(cudaMalloc(&d, 64 * sizeof(double)));
+  j.num("steps", steps).num("launches", launches);
+  for (int cs : {2, 4, 8, 16}) {
+    char name[16];
+    snprintf(name, sizeof name, "%d", cs);
+    j.obj(name);
+    j.arr("runs");
+    for (int l = 0; l < launches; ++l) {
+      CK(cudaMemset(d, 0, 64 * sizeof(double)));
+      CK(launch_cluster(k_dsm_latency, cs, 32, kLatSmem, cs, steps, d));
+      CKL();
+      CK(cudaDeviceSynchronize());
+      std::vector<double> h(3 * cs + 2);
+      CK(cudaMemcpy(h.data(), d, h.size() * sizeof(double), cudaMemcpyDeviceToHost));
+      j.obj();
+      j.nums("cycles_by_peer", std::vector<double>(h.begin(), h.begin() + cs));
+      j.nums("ns_by_peer", std::vector<double>(h.begin() + cs + 1, h.begin() + 2 * cs + 1));
+      j.num("local_cta_cycles", h[cs]).num("local_cta_ns", h[2 * cs + 1]);
+      j.nums("smid_by_rank", std::vector<double>(h.begin() + 2 * cs + 2, h.begin() + 3 * cs + 2));
+      j.close_obj();
+    }
+    j.close_arr();
+    j.close_obj();
+  }
+  j.str("method", "one thread of rank 0 chases a 512-entry chain (128 B apart) in each peer's SMEM with ld.shared::cluster.u32, 64 warm steps then timed; peer 0 = own SMEM through a cluster address; local_cta = own SMEM through ld.shared; one cluster on an idle GPU");
+  CK(cudaFree(d));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cluster barrier: barrier.cluster.arrive.release + wait.acquire in a loop, 256 threads per block.
+__global__ void k_cluster_barrier(int iters, unsigned long long* cycles) {
+  cluster_sync_all();
+  long long c0 = clock64();
+  for (int i = 0; i < iters; ++i) cluster_sync_all();
+  long long c1 = clock64();
+  if (threadIdx.x == 0) cycles[blockIdx.x] = (unsigned long long)(c1 - c0);
+}
+
+static void group_barrier(Json& j) {
+  const int threads = 256;
+  const size_t smem = 128 * 1024;  // one block per SM
+  allow_big(k_cluster_barrier, smem);
+  int iters = g_quick ? 2000 : 20000;
+  int reps = g_quick ? 3 : 5;
+  unsigned long long* cyc;
+  CK(cudaMalloc(&cyc, 4096 * 8));
+  j.num("iters", iters).num("threads", threads);
+  for (int cs : {1, 2, 4, 8, 16}) {
+    int clusters = max_active_clusters(k_cluster_barrier, threads, smem, cs);
+    char name[16];
+    snprintf(name, sizeof name, "%d", cs);
+    j.obj(name);
+    for (int whole = 1; whole >= 0; --whole) {
+      int ncl = whole ? clusters : 1;
+      if (ncl <= 0) continue;
+      int grid = ncl * cs;
+      auto ms = time_reps(reps, [&] { CK(launch_cluster(k_cluster_barrier, grid, threads, smem, cs, iters, cyc)); });
+      std::vector<unsigned long long> hc(grid);
+      CK(cudaMemcpy(hc.data(), cyc, grid * 8, cudaMemcpyDeviceToHost));
+      std::vector<double> cpi, nsi;
+      for (auto c : hc) cpi.push_back((double)c / iters);
+      for (double m : ms) nsi.push_back(m * 1e6 / iters);
+      j.obj(whole ? "whole_gpu" : "one_cluster");
+      j.num("grid", grid).num("ns_per_barrier_median", median(nsi)).nums("ns_per_barrier", nsi);
+      j.num("cycles_per_barrier_median", median(cpi));
+      j.close_obj();
+    }
+    j.close_obj();
+  }
+  j.str("method", "loop of barrier.cluster.arrive.release.aligned + barrier.cluster.wait.acquire.aligned, 256 threads, one block per SM; ns = CUDA-event kernel time / iterations; cycles = clock64 per block, median");
+  CK(cudaFree(cyc));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Occupancy: max active clusters by cluster size, SMEM per block and threads per block.
+__global__ void k_occ_dummy(int* p) {
+  extern __shared__ int s[];
+  if (p) p[0] = s[0];
+}
+
+static void group_occupancy(Json& j) {
+  cudaDeviceProp p;
+  CK(cudaGetDeviceProperties(&p, 0));
+  int optin = (int)p.sharedMemPerBlockOptin;
+  CK(cudaFuncSetAttribute((void*)k_occ_dummy, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+  // Largest cluster size first without, then with, the non-portable attribute.
+  for (int np = 0; np <= 1; ++np) {
+    CK(cudaFuncSetAttribute((void*)k_occ_dummy, cudaFuncAttributeNonPortableClusterSizeAllowed, np));
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(16 * 64);
+    cfg.blockDim = dim3(128);
+    cfg.dynamicSmemBytes = 0;
+    int cs = -1;
+    if (cudaOccupancyMaxPotentialClusterSize(&cs, (void*)k_occ_dummy, &cfg) != cudaSuccess) {
+      cudaGetLastError();
+      cs = -1;
+    }
+    j.num(np ? "max_cluster_size_nonportable" : "max_cluster_size_portable", cs);
+  }
+  j.arr("table");
+  for (int threads : {128, 256, 512}) {
+    for (int smem : {0, 16384, 49152, 65536, 102400, 115712, 116736, 153600, 204800, optin}) {
+      int bps = -1;
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, k_occ_dummy, threads, smem) != cudaSuccess) {
+        cudaGetLastError();
+        bps = -1;
+      }
+      j.obj();
+      j.num("threads", threads).num("smem_bytes", smem).num("blocks_per_sm", bps);
+      j.obj("max_active_clusters");
+      for (int cs : {1, 2, 4, 8, 16}) {
+        char name[16];
+        snprintf(name, sizeof name, "%d", cs);
+        j.num(name, max_active_clusters(k_occ_dummy, threads, smem, cs));
+      }
+      j.close_obj();
+      j.close_obj();
+    }
+  }
+  j.close_arr();
+  j.str("method", "cudaOccupancyMaxActiveClusters / cudaOccupancyMaxActiveBlocksPerMultiprocessor on an empty kernel with dynamic SMEM, non-portable cluster sizes allowed");
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPC membership: blocks of one cluster always share a GPC. Record which SMs each cluster used;
+// the runner unions them into GPCs. Blocks spin a while so that many clusters are co-resident and
+// placement varies between waves.
+__global__ void k_where(uint32_t* out, uint64_t spin_ns) {
+  uint64_t t0 = gtimer();
+  if (threadIdx.x == 0) out[blockIdx.x] = smid();
+  if (blockIdx.x == 0 && threadIdx.x == 0) out[gridDim.x] = nsmid();
+  while (gtimer() - t0 < spin_ns) {
+  }
+}
+
+static void group_gpc(Json& j) {
+  const size_t smem = 200 * 1024;  // one block per SM
+  allow_big(k_where, smem);
+  uint32_t* d;
+  CK(cudaMalloc(&d, 65536 * 4));
+  j.arr("launches");
+  uint32_t nsm = 0;
+  for (int cs : {16, 8, 4, 2}) {
+    int clusters = max_active_clusters(k_where, 32, smem, cs);
+    if (clusters <= 0) continue;
+    for (int rep = 0; rep < (g_quick ? 1 : 3); ++rep) {
+      int grid = clusters * cs * 4;
+      uint64_t spin = 20000ull * (rep + 1);  // 20, 40, 60 us
+      CK(launch_cluster(k_where, grid, 32, smem, cs, d, spin));
+      CKL();
+      CK(cudaDeviceSynchronize());
+      std::vector<uint32_t> h(grid + 1);
+      CK(cudaMemcpy(h.data(), d, h.size() * 4, cudaMemcpyDeviceToHost));
+      nsm = h[grid];
+      j.obj();
+      j.num("cluster_size", cs).num("grid", grid).num("spin_ns", (double)spin);
+      j.arr("clusters");
+      for (int c = 0; c < grid / cs; ++c) {
+        j.arr();
+        for (int r = 0; r < cs; ++r) j.val(h[c * cs + r]);
+        j.close_arr();
+      }
+      j.close_arr();
+      j.close_obj();
+    }
+  }
+  j.close_arr();
+  j.num("nsmid", nsm);
+  j.str("method", "blocks of clusters (1 block per SM via 200 KiB SMEM) record %smid; clusters of 16, 8, 4, 2, four waves each, spinning 20-60 us; SMs that ever share a cluster share a GPC");
+  CK(cudaFree(d));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensor throughput: mma.sync m16n8k16 (8 independent accumulators per warp, 32 warps per SM).
+constexpr int kMmaAcc = 8;
+
+template <bool F16>
+__global__ void __launch_bounds__(256) k_mma_sync(int iters, float* sink) {
+  uint32_t a0 = 0x3c003c00u ^ threadIdx.x, a1 = 0x3c013c02u ^ threadIdx.x, a2 = 0x3bff3c00u, a3 = 0x3c003bffu;
+  uint32_t b0 = 0x3c003c01u ^ (threadIdx.x << 3), b1 = 0x3bfe3c00u;
+  if (!F16) {  // bf16 bit patterns near 1.0 instead of fp16 ones
+    a0 = 0x3f803f80u ^ threadIdx.x; a1 = 0x3f813f7fu ^ threadIdx.x; a2 = 0x3f7f3f80u; a3 = 0x3f803f81u;
+    b0 = 0x3f803f7fu ^ (threadIdx.x << 3); b1 = 0x3f7e3f80u;
+  }
+  float acc[kMmaAcc][4] = {};
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int k = 0; k < kMmaAcc; ++k) {
+      if (F16) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+            : "+f"(acc[k][0]), "+f"(acc[k][1]), "+f"(acc[k][2]), "+f"(acc[k][3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+      } else {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+            : "+f"(acc[k][0]), "+f"(acc[k][1]), "+f"(acc[k][2]), "+f"(acc[k][3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+      }
+    }
+  }
+  float s = 0;
+#pragma unroll
+  for (int k = 0; k < kMmaAcc; ++k) s += acc[k][0] + acc[k][1] + acc[k][2] + acc[k][3];
+  if (s == 1.2345f) sink[0] = s;
+}
+
+static void group_mma(Json& j) {
+  int sms = sm_count();
+  float* sink;
+  CK(cudaMalloc(&sink, 16));
+  int grid = sms * 4, threads = 256;
+  int iters = g_quick ? 1000 : 20000;
+  int reps = g_quick ? 3 : 7;
+  double flops = (double)grid * (threads / 32) * iters * kMmaAcc * (2.0 * 16 * 8 * 16);
+  j.num("grid", grid).num("threads", threads).num("iters", iters).num("flops", flops);
+  for (int f16 = 0; f16 <= 1; ++f16) {
+    auto ms = time_reps(reps, [&] {
+      if (f16) k_mma_sync<true><<<grid, threads>>>(iters, sink);
+      else k_mma_sync<false><<<grid, threads>>>(iters, sink);
+    });
+    std::vector<double> t;
+    for (double m : ms) t.push_back(flops / (m * 1e-3) / 1e12);
+    j.obj(f16 ? "fp16" : "bf16").num("tflops_median", median(t)).nums("tflops", t).close_obj();
+  }
+  j.str("method", "mma.sync.aligned.m16n8k16 f32 accumulate, 8 independent accumulators per warp, 4 x 256-thread blocks per SM, non-zero operands; FLOPs over CUDA-event time");
+  CK(cudaFree(sink));
+}
+
+// wgmma m64n256k16: two warpgroups per SM, A and B from SMEM (no swizzle), 8 wgmma per commit group.
+constexpr int kWgmmaPerGroup = 8;
+
+__device__ __forceinline__ uint64_t wgmma_desc(uint32_t smem_addr, uint32_t lbo, uint32_t sbo) {
+  uint64_t d = 0;
+  d |= (uint64_t)((smem_addr >> 4) & 0x3FFF);
+  d |= (uint64_t)((lbo >> 4) & 0x3FFF) << 16;
+  d |= (uint64_t)((sbo >> 4) & 0x3FFF) << 32;
+  return d;  // layout type 0: no swizzle, base offset 0
+}
+
+template <bool F16>
+__global__ void __launch_bounds__(256, 1) k_wgmma(int iters, float* sink) {
+  __shared__ __align__(1024) uint16_t ab[(64 * 16) + (256 * 16)];  // A 2 KiB, B 8 KiB
+  for (int i = threadIdx.x; i < 64 * 16 + 256 * 16; i += blockDim.x) {
+    float v = (float)((i * 2654435761u >> 20) % 2001) / 1000.f - 1.f;  // in [-1, 1], never all zero
+    uint32_t bits = __float_as_uint(v);
+    if (F16) {
+      __half h = __float2half(v);
+      ab[i] = *reinterpret_cast<uint16_t*>(&h);
+    } else {
+      ab[i] = (uint16_t)(bits >> 16);
+    }
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  uint32_t base = cta_addr(ab);
+  uint64_t da = wgmma_desc(base, 128, 256);
+  uint64_t db = wgmma_desc(base + 64 * 16 * 2, 128, 256);
+  float d[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) d[i] = 0.f;
+  for (int it = 0; it < iters; ++it) {
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int k = 0; k < kWgmmaPerGroup; ++k) {
+      if (F16) FUSESIM_WGMMA_M64N256K16(f16, d, da, db);
+      else FUSESIM_WGMMA_M64N256K16(bf16, d, da, db);
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  }
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < 128; ++i) s += d[i];
+  if (s == 1.2345f) sink[0] = s;
+}
+
+static void group_wgmma(Json& j) {
+  int sms = sm_count();
+  float* sink;
+  CK(cudaMalloc(&sink, 16));
+  int grid = sms, threads = 256;
+  int iters = g_quick ? 200 : 4000;
+  int reps = g_quick ? 3 : 7;
+  double flops = (double)grid * (threads / 128) * iters * kWgmmaPerGroup * (2.0 * 64 * 256 * 16);
+  j.num("grid", grid).num("threads", threads).num("iters", iters).num("flops", flops);
+  for (int f16 = 0; f16 <= 1; ++f16) {
+    auto ms = time_reps(reps, [&] {
+      if (f16) k_wgmma<true><<<grid, threads>>>(iters, sink);
+      else k_wgmma<false><<<grid, threads>>>(iters, sink);
+    });
+    std::vector<double> t;
+    for (double m : ms) t.push_back(flops / (m * 1e-3) / 1e12);
+    j.obj(f16 ? "fp16" : "bf16").num("tflops_median", median(t)).nums("tflops", t).close_obj();
+  }
+  j.str("method", "wgmma.mma_async m64n256k16 f32 accumulate, A and B from SMEM (no swizzle, random values in [-1,1]), 8 wgmma per commit group then wait_group 0, 2 warpgroups per SM; FLOPs over CUDA-event time");
+  CK(cudaFree(sink));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launch overhead: empty kernels back to back (stream), in a CUDA graph, and one at a time.
+__global__ void k_empty() {}
+
+static void group_launch(Json& j) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  int n = g_quick ? 200 : 2000;
+  int reps = g_quick ? 3 : 7;
+  int sms = sm_count();
+  for (int grid : {1, sms * 4}) {
+    char name[32];
+    snprintf(name, sizeof name, "grid_%d", grid);
+    j.obj(name);
+    for (int i = 0; i < 100; ++i) k_empty<<<grid, 128, 0, s>>>();
+    CK(cudaStreamSynchronize(s));
+    CKL();
+    std::vector<double> stream_us, graph_us, single_us;
+    for (int r = 0; r < reps; ++r) {
+      CK(cudaEventRecord(e0, s));
+      for (int i = 0; i < n; ++i) k_empty<<<grid, 128, 0, s>>>();
+      CK(cudaEventRecord(e1, s));
+      CK(cudaEventSynchronize(e1));
+      float ms;
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      stream_us.push_back(ms * 1e3 / n);
+    }
+    const int gn = 100;
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < gn; ++i) k_empty<<<grid, 128, 0, s>>>();
+    CK(cudaStreamEndCapture(s, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    CK(cudaGraphLaunch(ge, s));
+    CK(cudaStreamSynchronize(s));
+    for (int r = 0; r < reps; ++r) {
+      CK(cudaEventRecord(e0, s));
+      for (int i = 0; i < 10; ++i) CK(cudaGraphLaunch(ge, s));
+      CK(cudaEventRecord(e1, s));
+      CK(cudaEventSynchronize(e1));
+      float ms;
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      graph_us.push_back(ms * 1e3 / (10 * gn));
+    }
+    for (int r = 0; r < (g_quick ? 20 : 200); ++r) {
+      CK(cudaEventRecord(e0, s));
+      k_empty<<<grid, 128, 0, s>>>();
+      CK(cudaEventRecord(e1, s));
+      CK(cudaEventSynchronize(e1));
+      float ms;
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      single_us.push_back(ms * 1e3);
+    }
+    CKL();
+    j.num("stream_back_to_back_us_median", median(stream_us)).nums("stream_back_to_back_us", stream_us);
+    j.num("graph_back_to_back_us_median", median(graph_us)).nums("graph_back_to_back_us", graph_us);
+    j.num("single_event_us_median", median(single_us));
+    j.close_obj();
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+  }
+  j.str("method", "empty kernel (128 threads): per-kernel time of 2000 back-to-back stream launches; of 100-kernel CUDA graph replays; and CUDA events around one launch (median of 200)");
+  CK(cudaStreamDestroy(s));
+}
+
+// ---------------------------------------------------------------------------------------------
+// verify: the key kernels once each with small counts; prints what each must execute. The runner
+// runs this under Nsight Compute and compares. Only these kernels are launched (memsets are not
+// kernels), in this order.
+static void group_verify(Json& j) {
+  int sms = sm_count();
+  uint32_t* sink;
+  unsigned long long* cyc;
+  float* fsink;
+  CK(cudaMalloc(&sink, 16));
+  CK(cudaMalloc(&fsink, 16));
+  CK(cudaMalloc(&cyc, 4096 * 8));
+  allow_big(k_smem_read, kBwSmemBytes);
+  allow_big(k_dsm_bw<true>, kBwSmemBytes);
+  allow_big(k_dsm_bw<false>, kBwSmemBytes);
+  j.arr("launches");
+  {
+    int iters = 200;
+    k_smem_read<<<sms, kBwThreads, kBwSmemBytes>>>(iters, sink);
+    CKL();
+    CK(cudaDeviceSynchronize());
+    double warps = (double)sms * kBwThreads / 32;
+    j.obj().str("kernel", "k_smem_read").str("what", "smem ld.shared.v4");
+    j.obj("expect").num("smsp__sass_inst_executed_op_shared_ld.sum", warps * iters * kBwUnroll).close_obj().close_obj();
+  }
+  for (int push = 1; push >= 0; --push) {
+    for (int cs : {2, 16}) {
+      int iters = 100;
+      auto k = push ? k_dsm_bw<true> : k_dsm_bw<false>;
+      int clusters = max_active_clusters(k, kBwThreads, kBwSmemBytes, cs);
+      int grid = clusters * cs;
+      CK(launch_cluster(k, grid, kBwThreads, kBwSmemBytes, cs, iters, sink, cyc));
+      CK(cudaDeviceSynchronize());
+      double warps = (double)grid * kBwThreads / 32;
+      double bytes = (double)grid * kBwThreads * iters * kBwUnroll * 16;
+      char what[64];
+      snprintf(what, sizeof what, "dsm %s cs=%d", push ? "push" : "pull", cs);
+      j.obj().str("kernel", "k_dsm_bw").str("what", what);
+      j.obj("expect");
+      j.num(push ? "smsp__sass_inst_executed_op_dshared_st.sum" : "smsp__sass_inst_executed_op_dshared_ld.sum",
+            warps * iters * kBwUnroll);
+      j.num("l1tex__m_xbar2l1tex_read_bytes_mem_dshared.sum", bytes);
+      j.close_obj().close_obj();
+    }
+  }
+  {
+    const size_t ws = (size_t)16 << 20;
+    uint4* buf;
+    CK(cudaMalloc(&buf, ws));
+    CK(cudaMemset(buf, 0x3c, ws));
+    int grid = sms * 2, iters = 20;
+    k_l2_read<<<grid, kL2Threads>>>(buf, (uint32_t)(ws / 16 - 1), iters, sink);
+    CKL();
+    CK(cudaDeviceSynchronize());
+    double bytes = (double)grid * kL2Threads * kL2Unroll * 16.0 * iters;
+    j.obj().str("kernel", "k_l2_read").str("what", "l2 read 16 MiB working set");
+    j.obj("expect").num("lts__t_bytes.sum", bytes).num("dram__bytes_read.sum", (double)ws).close_obj().close_obj();
+    CK(cudaFree(buf));
+  }
+  {
+    const size_t bytes = (size_t)256 << 20;
+    uint4 *a, *b;
+    CK(cudaMalloc(&a, bytes));
+    CK(cudaMalloc(&b, bytes));
+    CK(cudaMemset(a, 0x5a, bytes));
+    k_copy<<<sms * 8, kStreamThreads>>>(a, b, bytes / 16);
+    CKL();
+    CK(cudaDeviceSynchronize());
+    j.obj().str("kernel", "k_copy").str("what", "hbm copy 256 MiB");
+    j.obj("expect").num("dram__bytes_read.sum", (double)bytes).num("dram__bytes_write.sum", (double)bytes).close_obj().close_obj();
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+  }
+  {
+    int grid = sms * 4, threads = 256, iters = 500;
+    k_mma_sync<false><<<grid, threads>>>(iters, fsink);
+    CKL();
+    CK(cudaDeviceSynchronize());
+    j.obj().str("kernel", "k_mma_sync").str("what", "mma.sync m16n8k16 bf16");
+    j.obj("expect").num("sm__inst_executed_pipe_tensor_op_hmma.sum", (double)grid * threads / 32 * iters * kMmaAcc).close_obj().close_obj();
+  }
+  {
+    int grid = sms, threads = 256, iters = 100;
+    k_wgmma<false><<<grid, threads>>>(iters, fsink);
+    CKL();
+    CK(cudaDeviceSynchronize());
+    j.obj().str("kernel", "k_wgmma").str("what", "wgmma m64n256k16 bf16 (count per warpgroup; x4 if counted per warp)");
+    j.obj("expect").num("sm__inst_executed_pipe_tensor_op_gmma.sum", (double)grid * threads / 128 * iters * kWgmmaPerGroup).close_obj().close_obj();
+  }
+  j.close_arr();
+  CK(cudaFree(sink));
+  CK(cudaFree(fsink));
+  CK(cudaFree(cyc));
+}
+
+// ---------------------------------------------------------------------------------------------
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: calib GROUP [--quick]\n");
+    return 2;
+  }
+  std::string g = argv[1];
+  for (int i = 2; i < argc; ++i)
+    if (!strcmp(argv[i], "--quick")) g_quick = true;
+  CK(cudaSetDevice(0));
+  Json j;
+  j.obj();
+  j.str("group", g);
+  j.num("quick", g_quick);
+  j.obj("results");
+  if (g == "info") group_info(j);
+  else if (g == "clock") group_clock(j);
+  else if (g == "hbm") group_hbm(j);
+  else if (g == "l2") group_l2(j);
+  else if (g == "smem") group_smem(j);
+  else if (g == "dsm") group_dsm(j);
+  else if (g == "dsm_lat") group_dsm_lat(j);
+  else if (g == "barrier") group_barrier(j);
+  else if (g == "occupancy") group_occupancy(j);
+  else if (g == "gpc") group_gpc(j);
+  else if (g == "mma") group_mma(j);
+  else if (g == "wgmma") group_wgmma(j);
+  else if (g == "launch") group_launch(j);
+  else if (g == "verify") group_verify(j);
+  else {
+    fprintf(stderr, "unknown group %s\n", g.c_str());
+    return 2;
+  }
+  CK(cudaDeviceSynchronize());
+  CKL();
+  j.close_obj();
+  j.close_obj();
+  printf("%s\n", j.s.c_str());
+  return 0;
+}

@@ -1,0 +1,394 @@
+"""From raw calibration measurements to Hardware field values, each with how it was measured.
+
+Standard library only, so the GPU machine can print the same summary the YAML writer uses.
+A field whose benchmark failed or returned nonsense is left out: the writer then keeps the base
+file's value and provenance for it, rather than writing a number nobody measured.
+
+    python3 -m fusesim.calibrate.derive results/h200/calibration.json     # summary table
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+CLUSTER_SIZES = (2, 4, 8, 16)
+
+
+@dataclass
+class Derived:
+    """Field values ready for the YAML (`values`), one `how` string per field, and checks/notes."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    how: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    gpc: dict[str, Any] = field(default_factory=dict)
+    ncu: list[dict[str, Any]] = field(default_factory=list)
+
+    def put(self, name: str, value: Any, how: str) -> None:
+        self.values[name] = value
+        self.how[name] = how
+
+
+def _group(raw: dict[str, Any], name: str) -> dict[str, Any] | None:
+    g = raw.get("groups", {}).get(name)
+    if not isinstance(g, dict) or "error" in g:
+        return None
+    return g
+
+
+def _positive(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and x > 0 and x == x and x != float("inf")
+
+
+def _r(x: float, nd: int = 1) -> float:
+    return round(float(x), nd)
+
+
+# ---- GPC layout ---------------------------------------------------------------------------------
+def union_gpcs(launches: list[dict[str, Any]]) -> list[list[int]]:
+    """SMs that ever ran blocks of one cluster share a GPC (the hardware places a cluster in one GPC).
+
+    Returns the connected components, largest first. A component can undercount a GPC if no observed
+    cluster bridged two of its parts; `check_layout` against the occupancy counts catches that.
+    """
+    parent: dict[int, int] = {}
+
+    def find(x: int) -> int:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for launch in launches:
+        for members in launch.get("clusters", []):
+            ids = [int(m) for m in members]
+            for m in ids:
+                find(m)
+            for m in ids[1:]:
+                ra, rb = find(ids[0]), find(m)
+                if ra != rb:
+                    parent[rb] = ra
+    comps: dict[int, list[int]] = {}
+    for sm in parent:
+        comps.setdefault(find(sm), []).append(sm)
+    return sorted((sorted(c) for c in comps.values()), key=lambda c: (-len(c), c[0]))
+
+
+def occupancy_counts(occ: dict[str, Any], blocks_per_sm: int) -> dict[int, int]:
+    """Max active clusters by size from the occupancy table rows with the given blocks per SM."""
+    best: dict[int, int] = {}
+    for row in occ.get("table", []):
+        if row.get("blocks_per_sm") != blocks_per_sm:
+            continue
+        for cs, n in row.get("max_active_clusters", {}).items():
+            if isinstance(n, int | float) and n >= 0:
+                best.setdefault(int(cs), int(n))
+    return best
+
+
+def predicted_clusters(layout: list[int], cs: int, blocks_per_sm: int = 1) -> int:
+    """The Hardware model: each GPC holds floor(SMs / cs) clusters per block slot of an SM."""
+    return sum(g // cs for g in layout) * blocks_per_sm
+
+
+def check_layout(layout: list[int], counts: dict[int, int], blocks_per_sm: int = 1) -> dict[int, tuple[int, int]]:
+    """Cluster sizes where the layout's prediction differs from the measured count: {cs: (pred, meas)}."""
+    return {cs: (predicted_clusters(layout, cs, blocks_per_sm), n) for cs, n in sorted(counts.items())
+            if predicted_clusters(layout, cs, blocks_per_sm) != n}
+
+
+def search_layouts(sm_count: int, counts: dict[int, int], max_gpc: int, max_gpcs: int,
+                   step: int = 2) -> list[list[int]]:
+    """All GPC layouts (non-increasing, multiples of `step` SMs = whole TPCs) consistent with counts."""
+    found: list[list[int]] = []
+
+    def rec(prefix: list[int], left: int, cap: int) -> None:
+        if len(found) > 1000:
+            return
+        if left == 0:
+            if not check_layout(prefix, counts):
+                found.append(list(prefix))
+            return
+        if len(prefix) >= max_gpcs:
+            return
+        for g in range(min(cap, left), 0, -step):
+            if g * (max_gpcs - len(prefix)) < left:
+                break
+            rec(prefix + [g], left - g, g)
+
+    rec([], sm_count, max_gpc - max_gpc % step)
+    return found
+
+
+def derive_gpc(raw: dict[str, Any], sm_count: int) -> tuple[list[int] | None, dict[str, Any]]:
+    gpc = _group(raw, "gpc")
+    occ = _group(raw, "occupancy")
+    info: dict[str, Any] = {}
+    if gpc is None:
+        return None, {"error": "gpc group missing or failed"}
+    comps = union_gpcs(gpc.get("launches", []))
+    seen = sum(len(c) for c in comps)
+    layout = [len(c) for c in comps] + [1] * max(0, sm_count - seen)
+    info["components_sm_ids"] = comps
+    info["union_layout"] = layout
+    info["sms_seen"] = seen
+    counts1 = occupancy_counts(occ, 1) if occ else {}
+    counts2 = occupancy_counts(occ, 2) if occ else {}
+    info["measured_clusters_1_block_per_sm"] = counts1
+    info["measured_clusters_2_blocks_per_sm"] = counts2
+    mism = check_layout(layout, counts1)
+    info["union_mismatch"] = {str(k): v for k, v in mism.items()}
+    chosen = layout
+    if mism and counts1:
+        cands = search_layouts(sm_count, counts1, max_gpc=max(layout), max_gpcs=max(8, len(comps)))
+        info["search_candidates"] = len(cands)
+        if cands:
+            padded = len(max(cands + [layout], key=len))
+
+            def dist(c: list[int]) -> int:
+                a = sorted(c, reverse=True) + [0] * (padded - len(c))
+                b = sorted(layout, reverse=True) + [0] * (padded - len(layout))
+                return sum(abs(x - y) for x, y in zip(a, b, strict=True))
+
+            chosen = min(cands, key=dist)
+            info["chosen_by"] = "closest occupancy-consistent layout to the observed co-residence components"
+    else:
+        info["chosen_by"] = "co-residence components (consistent with the occupancy counts)"
+    info["layout"] = chosen
+    info["final_mismatch_1_block_per_sm"] = {str(k): v for k, v in check_layout(chosen, counts1).items()}
+    info["final_mismatch_2_blocks_per_sm"] = {str(k): v for k, v in check_layout(chosen, counts2, 2).items()}
+    if sum(chosen) != sm_count:
+        return None, info
+    return sorted(chosen, reverse=True), info
+
+
+# ---- everything else ----------------------------------------------------------------------------
+def dsm_latency_by_size(lat: dict[str, Any]) -> dict[int, dict[str, float]]:
+    """Per cluster size: median over launches of the mean remote-peer chase ns (peer 0 is self)."""
+    out: dict[int, dict[str, float]] = {}
+    for cs in CLUSTER_SIZES:
+        runs = lat.get(str(cs), {}).get("runs", [])
+        means, mins, maxs, cyc, own = [], [], [], [], []
+        for run in runs:
+            ns = run.get("ns_by_peer", [])[1:]
+            cy = run.get("cycles_by_peer", [])[1:]
+            if ns and all(_positive(x) for x in ns):
+                means.append(statistics.fmean(ns))
+                mins.append(min(ns))
+                maxs.append(max(ns))
+                cyc.append(statistics.fmean(cy) if cy else float("nan"))
+                own.append(run.get("ns_by_peer", [0])[0])
+        if means:
+            out[cs] = {"ns": statistics.median(means), "ns_min": min(mins), "ns_max": max(maxs),
+                       "cycles": statistics.median(cyc), "own_via_cluster_ns": statistics.median(own),
+                       "local_cta_ns": statistics.median(r.get("local_cta_ns", 0) for r in runs)}
+    return out
+
+
+def derive(raw: dict[str, Any]) -> Derived:
+    d = Derived()
+    info = _group(raw, "info")
+    if info:
+        how = "cudaGetDeviceProperties"
+        d.put("sm_count", int(info["sm_count"]), f"{how} multiProcessorCount")
+        d.put("smem_per_sm_bytes", int(info["smem_per_sm_bytes"]), f"{how} sharedMemPerMultiprocessor")
+        d.put("smem_per_block_bytes", int(info["smem_per_block_optin_bytes"]), f"{how} sharedMemPerBlockOptin")
+        d.put("registers_per_sm", int(info["registers_per_sm"]), f"{how} regsPerMultiprocessor")
+        d.put("max_threads_per_sm", int(info["max_threads_per_sm"]), f"{how} maxThreadsPerMultiProcessor")
+        d.put("max_threads_per_block", int(info["max_threads_per_block"]), f"{how} maxThreadsPerBlock")
+        d.put("max_blocks_per_sm", int(info["max_blocks_per_sm"]), f"{how} maxBlocksPerMultiProcessor")
+        d.put("l2_bytes", int(info["l2_bytes"]), f"{how} l2CacheSize")
+        d.put("hbm_bytes", int(info["global_memory_bytes"]), f"{how} totalGlobalMem (usable device memory)")
+    sm_count = d.values.get("sm_count")
+
+    clock = _group(raw, "clock")
+    if clock and _positive(clock.get("sm_clock_mhz_median")):
+        d.put("clock_mhz", _r(clock["sm_clock_mhz_median"], 0),
+              f"SM clock under load: {clock['method']}; median over blocks "
+              f"{clock['sm_clock_mhz_median']:.0f} MHz (min {clock['sm_clock_mhz_min']:.0f}, max {clock['sm_clock_mhz_max']:.0f})")
+
+    occ = _group(raw, "occupancy")
+    if occ:
+        mcs, pcs = occ.get("max_cluster_size_nonportable"), occ.get("max_cluster_size_portable")
+        if _positive(mcs):
+            d.put("max_cluster_size", int(mcs),
+                  "cudaOccupancyMaxPotentialClusterSize with cudaFuncAttributeNonPortableClusterSizeAllowed=1")
+        if _positive(pcs):
+            d.put("portable_cluster_size", int(pcs), "cudaOccupancyMaxPotentialClusterSize without the non-portable attribute")
+
+    if sm_count:
+        layout, gpc_info = derive_gpc(raw, sm_count)
+        d.gpc = gpc_info
+        if layout:
+            c1 = gpc_info.get("measured_clusters_1_block_per_sm", {})
+            c2 = gpc_info.get("measured_clusters_2_blocks_per_sm", {})
+            counts = ", ".join(f"cs{k} {v}" for k, v in sorted(c1.items()))
+            counts2 = ", ".join(f"cs{k} {v}" for k, v in sorted(c2.items()))
+            mm2 = gpc_info.get("final_mismatch_2_blocks_per_sm") or {}
+            d.put("gpc_sm_counts", layout,
+                  f"GPC membership from %smid of blocks sharing a cluster (clusters of 16/8/4/2, union of co-resident SMs: "
+                  f"{gpc_info['union_layout']}); {gpc_info['chosen_by']}; cudaOccupancyMaxActiveClusters 1 block/SM: {counts}"
+                  + (f"; 2 blocks/SM: {counts2}" if counts2 else "")
+                  + (f" (the per-GPC floor model predicts {', '.join(f'cs{k} {v[0]}' for k, v in mm2.items())} there)" if mm2 else ""))
+            if gpc_info.get("final_mismatch_1_block_per_sm"):
+                d.notes.append(f"GPC layout does not reproduce 1-block/SM cluster counts: {gpc_info['final_mismatch_1_block_per_sm']}")
+            if "max_cluster_size" in d.values and d.values["max_cluster_size"] > max(layout):
+                d.notes.append("max_cluster_size larger than the largest inferred GPC: kept base value")
+                d.values.pop("max_cluster_size")
+                d.how.pop("max_cluster_size")
+        else:
+            d.notes.append(f"GPC layout not derived: {gpc_info.get('error', gpc_info)}")
+
+    smem = _group(raw, "smem")
+    if smem and _positive(smem.get("gbps_per_sm_median")):
+        d.put("smem_bandwidth_gbps_per_sm", _r(smem["gbps_per_sm_median"]), smem["method"])
+
+    dsm = _group(raw, "dsm")
+    if dsm:
+        for kind, fname in (("push", "dsm_push_bandwidth_gbps_per_sm"), ("pull", "dsm_pull_bandwidth_gbps_per_sm")):
+            table = {}
+            detail = []
+            for cs in CLUSTER_SIZES:
+                w = dsm.get(kind, {}).get(str(cs), {}).get("whole_gpu", {})
+                one = dsm.get(kind, {}).get(str(cs), {}).get("one_cluster", {})
+                if _positive(w.get("gbps_per_sm_median")):
+                    table[cs] = _r(w["gbps_per_sm_median"])
+                    detail.append(f"cs{cs}: {w['bytes_per_cycle_per_sm_median']:.1f} B/clk, one cluster alone "
+                                  f"{one.get('gbps_per_sm_median', float('nan')):.1f} GB/s")
+            if sorted(table) == list(CLUSTER_SIZES):
+                d.put(fname, table, f"{dsm['method']}; whole GPU; {'; '.join(detail)}")
+            else:
+                d.notes.append(f"{fname}: incomplete ({sorted(table)}), kept base")
+
+    lat = _group(raw, "dsm_lat")
+    if lat:
+        by = dsm_latency_by_size(lat)
+        if sorted(by) == list(CLUSTER_SIZES):
+            d.put("dsm_latency_ns", {cs: _r(v["ns"]) for cs, v in by.items()},
+                  f"{lat['method']}; mean over remote peers, median of {lat.get('launches')} launches; "
+                  + "; ".join(f"cs{cs} {v['cycles']:.0f} cyc, peers {v['ns_min']:.0f}-{v['ns_max']:.0f} ns" for cs, v in by.items())
+                  + f"; own SMEM via cluster address {by[2]['own_via_cluster_ns']:.1f} ns, via CTA address {by[2]['local_cta_ns']:.1f} ns")
+        else:
+            d.notes.append(f"dsm_latency_ns: incomplete ({sorted(by)}), kept base")
+
+    bar = _group(raw, "barrier")
+    if bar:
+        table = {cs: _r(bar[str(cs)]["whole_gpu"]["ns_per_barrier_median"]) for cs in CLUSTER_SIZES
+                 if _positive(bar.get(str(cs), {}).get("whole_gpu", {}).get("ns_per_barrier_median"))}
+        if sorted(table) == list(CLUSTER_SIZES):
+            extra = "; ".join(f"cs{cs} {bar[str(cs)]['whole_gpu']['cycles_per_barrier_median']:.0f} cyc"
+                              for cs in (1, *CLUSTER_SIZES) if str(cs) in bar)
+            d.put("cluster_barrier_ns", table, f"{bar['method']}; all co-resident clusters; {extra}")
+
+    l2 = _group(raw, "l2")
+    if l2:
+        bw = l2.get("bandwidth", {}).get("ws_16mib", {})
+        if _positive(bw.get("gbps_median")):
+            others = ", ".join(f"{k[3:]} {v['gbps_median']:.0f}" for k, v in l2["bandwidth"].items()
+                               if k.startswith("ws_") and isinstance(v, dict))
+            d.put("l2_bandwidth_gbps", _r(bw["gbps_median"], 0),
+                  f"{l2['bandwidth']['method']}; 16 MiB working set (GB/s by working set: {others})")
+        lt = l2.get("latency", {})
+        if _positive(lt.get("ns_median")):
+            d.put("l2_latency_ns", _r(lt["ns_median"]), f"{lt['method']} ({lt['cycles_median']:.0f} cycles)")
+
+    hbm = _group(raw, "hbm")
+    if hbm:
+        bw = hbm.get("bandwidth", {})
+        if _positive(bw.get("copy_gbps_median")):
+            d.put("hbm_bandwidth_gbps", _r(bw["copy_gbps_median"], 0),
+                  f"{bw['method']} (read-only {bw['read_gbps_median']:.0f}, write-only {bw['write_gbps_median']:.0f}, "
+                  f"cudaMemcpy D2D {bw['memcpy_d2d_gbps_median']:.0f} GB/s)")
+        lt = hbm.get("latency", {})
+        c16, c1g = lt.get("cold_16mib", {}), lt.get("cold_1gib", {})
+        if _positive(c16.get("ns_median")):
+            d.put("hbm_latency_ns", _r(c16["ns_median"]),
+                  f"{lt['method']}; 16 MiB region {c16['cycles_median']:.0f} cycles "
+                  f"(1 GiB region with TLB misses: {c1g.get('ns_median', float('nan')):.1f} ns)")
+
+    tens: dict[str, dict[str, float]] = {}
+    hows = []
+    for fam, grp in (("wgmma", "wgmma"), ("mma_sync", "mma")):
+        g = _group(raw, grp)
+        if g and _positive(g.get("bf16", {}).get("tflops_median")) and _positive(g.get("fp16", {}).get("tflops_median")):
+            tens[fam] = {"bf16": _r(g["bf16"]["tflops_median"]), "fp16": _r(g["fp16"]["tflops_median"])}
+            hows.append(f"{fam}: {g['method']}")
+    tm = raw.get("torch_matmul", {})
+    if isinstance(tm, dict) and "bfloat16" in tm:
+        hows.append(f"library ceiling for comparison: torch bf16 {tm['n']}^3 matmul {tm['bfloat16']['tflops_median']:.0f} TFLOP/s "
+                    f"(fp16 {tm.get('float16', {}).get('tflops_median', float('nan')):.0f})")
+    if tens:
+        d.put("tensor_tflops", tens, "; ".join(hows))
+
+    launch = _group(raw, "launch")
+    if launch:
+        g1 = launch.get("grid_1", {})
+        if _positive(g1.get("single_event_us_median")):
+            d.put("launch_overhead_us", _r(g1["single_event_us_median"], 2),
+                  f"CUDA events around one empty kernel (1 block), median of 200; back-to-back stream launches "
+                  f"{g1['stream_back_to_back_us_median']:.2f} us per kernel")
+        if _positive(g1.get("graph_back_to_back_us_median")):
+            d.put("kernel_gap_us", _r(g1["graph_back_to_back_us_median"], 2),
+                  "per-kernel time of back-to-back dependent empty kernels replayed from a 100-kernel CUDA graph")
+
+    ncu = raw.get("ncu", {})
+    if isinstance(ncu, dict) and ncu.get("checks"):
+        d.ncu = ncu["checks"]
+    elif isinstance(ncu, dict) and ncu.get("error"):
+        d.notes.append(f"ncu verification failed: {ncu['error'][:200]}")
+    for name, g in raw.get("groups", {}).items():
+        if isinstance(g, dict) and "error" in g:
+            d.notes.append(f"group {name} failed: {g['error'][:200]}")
+    return d
+
+
+def ncu_summary(checks: list[dict[str, Any]]) -> str:
+    """One phrase per checked kernel: the executed/expected ratios Nsight Compute gave."""
+    parts = []
+    for c in checks:
+        if "error" in c:
+            parts.append(f"{c['what']}: {c['error']}")
+            continue
+        ratios = [f"{k.split('__')[-1]} {v['ratio']:.3f}" for k, v in c["metrics"].items() if v.get("ratio") is not None]
+        parts.append(f"{c['what']}: " + ", ".join(ratios))
+    return "; ".join(parts)
+
+
+def summary(raw: dict[str, Any]) -> str:
+    """The short table printed last on the GPU machine and by `fusesim calibrate`."""
+    d = derive(raw)
+    env = raw.get("environment", {})
+    lines = [f"calibration on {env.get('gpu')} driver {env.get('driver')} CUDA {env.get('cuda')} at {env.get('date_utc')}"
+             f" (quick={raw.get('quick')}, wall {raw.get('wall_s', 0):.0f} s)"]
+    for k, v in d.values.items():
+        lines.append(f"  {k:34s} {v}")
+    tm = raw.get("torch_matmul", {})
+    if isinstance(tm, dict) and "bfloat16" in tm:
+        lines.append(f"  {'torch bf16 8192^3 (library)':34s} {tm['bfloat16']['tflops_median']:.1f} TFLOP/s")
+    if d.gpc:
+        lines.append(f"  gpc union components {d.gpc.get('union_layout')} -> {d.gpc.get('layout')}; "
+                     f"2-block mismatch {d.gpc.get('final_mismatch_2_blocks_per_sm')}")
+    by = dsm_latency_by_size(_group(raw, "dsm_lat") or {})
+    for cs, v in by.items():
+        lines.append(f"  dsm latency cs{cs}: {v['ns']:.1f} ns ({v['cycles']:.0f} cyc), peers {v['ns_min']:.1f}-{v['ns_max']:.1f}")
+    if d.ncu:
+        for c in d.ncu:
+            if "error" in c:
+                lines.append(f"  ncu {c['what']}: {c['error']}")
+                continue
+            r = ", ".join(f"{k}={v['measured']:.4g}/{v['expected']:.4g}" for k, v in c["metrics"].items()
+                          if isinstance(v.get("measured"), float))
+            lines.append(f"  ncu {c['what']}: {r}")
+    for n in d.notes:
+        lines.append(f"  NOTE {n}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1]) as fh:
+        print(summary(json.load(fh)))

@@ -1,0 +1,221 @@
+"""`fusesim calibrate`: raw JSON -> calibrated YAML (no GPU), GPC inference, ncu parsing; one GPU run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fusesim.calibrate.derive import (
+    check_layout,
+    derive,
+    predicted_clusters,
+    search_layouts,
+    union_gpcs,
+)
+from fusesim.calibrate.runner import match_ncu, parse_ncu_csv
+from fusesim.calibrate.writer import write_calibrated
+from fusesim.hardware import load_hardware
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYOUT = [18, 18, 18, 18, 18, 18, 16, 8]
+
+
+def _gpc_launches(layout: list[int]) -> list[dict[str, Any]]:
+    """Clusters as the hardware would place them: inside one GPC, on rotating SM subsets."""
+    gpcs, sm = [], 0
+    for g in layout:
+        gpcs.append(list(range(sm, sm + g)))
+        sm += g
+    launches = []
+    for cs in (16, 8, 4, 2):
+        clusters = []
+        for wave in range(3):
+            for sms in gpcs:
+                n = len(sms) // cs
+                rot = sms[wave:] + sms[:wave]
+                clusters += [rot[i * cs:(i + 1) * cs] for i in range(n)]
+        launches.append({"cluster_size": cs, "clusters": clusters})
+    return launches
+
+
+def _occ_table(layout: list[int]) -> list[dict[str, Any]]:
+    return [{"threads": 128, "smem_bytes": s, "blocks_per_sm": b,
+             "max_active_clusters": {str(cs): predicted_clusters(layout, cs, b) for cs in (1, 2, 4, 8, 16)}}
+            for s, b in ((204800, 1), (102400, 2))]
+
+
+def make_raw(layout: list[int] = LAYOUT) -> dict[str, Any]:
+    """A raw calibration JSON shaped like calib.cu's output, with round synthetic numbers."""
+    sms = sum(layout)
+    dsm = {kind: {str(cs): {"max_active_clusters": predicted_clusters(layout, cs),
+                            "whole_gpu": {"gbps_per_sm_median": base + cs / 10, "bytes_per_cycle_per_sm_median": 16.5},
+                            "one_cluster": {"gbps_per_sm_median": base + 5}}
+                  for cs in (2, 4, 8, 16)}
+           for kind, base in (("push", 34.0), ("pull", 25.0))}
+    dsm["method"] = "ring"
+    lat_runs = {str(cs): {"runs": [{"ns_by_peer": [20.0] + [90.0 + cs + p for p in range(1, cs)],
+                                     "cycles_by_peer": [40.0] + [180.0 + p for p in range(1, cs)],
+                                     "local_cta_ns": 15.0, "local_cta_cycles": 30.0,
+                                     "smid_by_rank": list(range(cs))}]} for cs in (2, 4, 8, 16)}
+    return {
+        "schema": "fusesim-calibration/1",
+        "quick": False,
+        "environment": {"gpu": "NVIDIA H200", "driver": "580.159.04", "cuda": "13.0", "date_utc": "2026-12-02T12:00:00+00:00",
+                        "command": "python3 -m fusesim.calibrate.runner --out x.json"},
+        "groups": {
+            "info": {"sm_count": sms, "smem_per_sm_bytes": 233472, "smem_per_block_optin_bytes": 232448,
+                     "registers_per_sm": 65536, "max_threads_per_sm": 2048, "max_threads_per_block": 1024,
+                     "max_blocks_per_sm": 32, "l2_bytes": 62914560, "global_memory_bytes": 150754820096},
+            "clock": {"sm_clock_mhz_median": 1980.0, "sm_clock_mhz_min": 1975.0, "sm_clock_mhz_max": 1981.0, "method": "spin"},
+            "occupancy": {"max_cluster_size_nonportable": 16, "max_cluster_size_portable": 8, "table": _occ_table(layout)},
+            "gpc": {"launches": _gpc_launches(layout), "nsmid": sms},
+            "hbm": {"bandwidth": {"copy_gbps_median": 4250.4, "read_gbps_median": 4400.0, "write_gbps_median": 4300.0,
+                                  "memcpy_d2d_gbps_median": 4200.0, "method": "copy"},
+                    "latency": {"cold_16mib": {"ns_median": 480.5, "cycles_median": 950.0},
+                                "cold_1gib": {"ns_median": 700.0, "cycles_median": 1390.0}, "method": "chase"}},
+            "l2": {"bandwidth": {"ws_16mib": {"gbps_median": 7000.0}, "ws_8mib": {"gbps_median": 7100.0}, "method": "cg"},
+                   "latency": {"ns_median": 140.2, "cycles_median": 277.0, "method": "chase"}},
+            "smem": {"gbps_per_sm_median": 250.1, "method": "lds"},
+            "dsm": dsm,
+            "dsm_lat": {**lat_runs, "launches": 1, "method": "remote chase"},
+            "barrier": {**{str(cs): {"whole_gpu": {"ns_per_barrier_median": 100.0 + cs, "cycles_per_barrier_median": 200.0}}
+                           for cs in (1, 2, 4, 8, 16)}, "method": "loop"},
+            "mma": {"bf16": {"tflops_median": 650.0}, "fp16": {"tflops_median": 655.0}, "method": "mma"},
+            "wgmma": {"bf16": {"tflops_median": 900.0}, "fp16": {"tflops_median": 905.0}, "method": "wgmma"},
+            "launch": {"grid_1": {"single_event_us_median": 2.5, "stream_back_to_back_us_median": 2.1,
+                                  "graph_back_to_back_us_median": 1.1}},
+        },
+        "torch_matmul": {"n": 8192, "bfloat16": {"tflops_median": 780.0}},
+        "ncu": {"checks": [{"what": "smem ld.shared.v4", "metrics": {
+            "smsp__sass_inst_executed_op_shared_ld.sum": {"expected": 100.0, "measured": 100.0, "ratio": 1.0}}}]},
+    }
+
+
+def test_union_gpcs_recovers_layout() -> None:
+    comps = union_gpcs(_gpc_launches(LAYOUT))
+    assert sorted((len(c) for c in comps), reverse=True) == LAYOUT
+
+
+def test_search_finds_layouts_consistent_with_counts() -> None:
+    counts = {cs: predicted_clusters(LAYOUT, cs) for cs in (2, 4, 8, 16)}
+    found = search_layouts(132, counts, max_gpc=18, max_gpcs=8)
+    assert LAYOUT in found
+    assert all(not check_layout(f, counts) for f in found)
+
+
+def test_from_conversion_writes_valid_hardware_with_provenance(tmp_path: Path) -> None:
+    raw = make_raw()
+    raw_path = tmp_path / "calibration.json"
+    raw_path.write_text(json.dumps(raw))
+    out = tmp_path / "h200_calibrated.yaml"
+    hw, d = write_calibrated(raw, ROOT / "hw_configs" / "h200.yaml", out, raw_path)
+    loaded = load_hardware(out)
+    assert loaded == hw
+    assert loaded.name == "h200_calibrated"
+    assert loaded.hbm_bandwidth_gbps == 4250.0
+    assert loaded.l2_latency_ns == 140.2
+    assert loaded.dsm_push_bandwidth_gbps_per_sm == {2: 34.2, 4: 34.4, 8: 34.8, 16: 35.6}
+    assert loaded.dsm_latency_ns[4] == pytest.approx(90 + 4 + 2.0)  # mean over peers 1..3
+    assert loaded.cluster_barrier_ns[16] == 116.0
+    assert loaded.gpc_sm_counts == LAYOUT
+    assert loaded.tensor_tflops["wgmma"].bf16 == 900.0
+    assert loaded.kernel_gap_us == 1.1
+    # every measured field's provenance names GPU, driver, CUDA, date and command
+    for name in d.values:
+        p = loaded.provenance[name]
+        assert "NVIDIA H200" in p and "580.159.04" in p and "CUDA 13.0" in p and "2026-12-02" in p and "fusesim" in p, name
+    assert "Nsight Compute" in loaded.provenance["smem_bandwidth_gbps_per_sm"]
+    # unmeasured fields keep the base value and provenance
+    base = load_hardware(ROOT / "hw_configs" / "h200.yaml")
+    assert loaded.max_registers_per_thread == base.max_registers_per_thread
+    assert loaded.provenance["max_registers_per_thread"] == base.provenance["max_registers_per_thread"]
+
+
+def test_failed_group_keeps_base_value(tmp_path: Path) -> None:
+    raw = make_raw()
+    raw["groups"]["dsm"] = {"error": "exit 3: illegal address"}
+    raw["groups"]["l2"]["latency"]["ns_median"] = 0.0  # nonsense is not written
+    hw, d = write_calibrated(raw, ROOT / "hw_configs" / "h200.yaml", tmp_path / "o.yaml")
+    base = load_hardware(ROOT / "hw_configs" / "h200.yaml")
+    assert hw.dsm_pull_bandwidth_gbps_per_sm == base.dsm_pull_bandwidth_gbps_per_sm
+    assert hw.l2_latency_ns == base.l2_latency_ns
+    assert any("dsm failed" in n for n in d.notes)
+
+
+def test_inconsistent_union_falls_back_to_search() -> None:
+    raw = make_raw()
+    # drop the clusters of 2 and 4: the 8-SM GPC's halves are then never joined... make it observable
+    launches = raw["groups"]["gpc"]["launches"]
+    for launch in launches:
+        launch["clusters"] = [c for c in launch["clusters"] if not (set(c) & set(range(124, 132))) or len(c) == 4]
+    d = derive(raw)
+    assert sum(d.values["gpc_sm_counts"]) == 132
+    assert not d.gpc["final_mismatch_1_block_per_sm"]
+
+
+def test_parse_and_match_ncu_csv() -> None:
+    text = ('"ID","Kernel Name","gpu__time_duration.sum","smsp__sass_inst_executed_op_shared_ld.sum"\n'
+            '"","","nsecond","inst"\n'
+            '"0","k_smem_read(int, unsigned int *)","1,000","4,224"\n'
+            '"1","void k_dsm_bw<true>(int, unsigned int *, unsigned long long *)","500","10"\n')
+    rows = parse_ncu_csv("==PROF== noise\n" + text)
+    assert len(rows) == 2 and rows[0]["smsp__sass_inst_executed_op_shared_ld.sum"] == 4224.0
+    checks = match_ncu([{"kernel": "k_smem_read", "what": "smem",
+                         "expect": {"smsp__sass_inst_executed_op_shared_ld.sum": 4224}}], rows)
+    assert checks[0]["metrics"]["smsp__sass_inst_executed_op_shared_ld.sum"]["ratio"] == 1.0
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fusesim", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_cli_from_json(tmp_path: Path) -> None:
+    raw_path = tmp_path / "calibration.json"
+    raw_path.write_text(json.dumps(make_raw()))
+    out = tmp_path / "cal.yaml"
+    r = _cli("calibrate", "--from", str(raw_path), "--out", str(out), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["hw"] == "h200_calibrated" and d["fields"]["hbm_bandwidth_gbps"]["value"] == 4250.0
+    assert yaml.safe_load(out.read_text())["sm_count"] == 132
+
+
+def test_cli_bad_from_is_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"hello": 1}))
+    r = _cli("calibrate", "--from", str(bad), "--out", str(tmp_path / "x.yaml"))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x.yaml").exists()
+
+
+def test_committed_calibration_converts(tmp_path: Path) -> None:
+    raw_path = ROOT / "results" / "h200" / "calibration.json"
+    if not raw_path.exists():
+        pytest.skip("no committed calibration yet")
+    raw = json.loads(raw_path.read_text())
+    hw, d = write_calibrated(raw, ROOT / "hw_configs" / "h200.yaml", tmp_path / "c.yaml", raw_path)
+    committed = load_hardware(ROOT / "hw_configs" / "h200_calibrated.yaml")
+    assert hw.model_dump() == committed.model_dump()  # the committed YAML is what the tool writes
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_gpu_quick_calibration(tmp_path: Path) -> None:
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc")
+    raw_path = tmp_path / "raw.json"
+    out = tmp_path / "cal.yaml"
+    r = _cli("calibrate", "--quick", "--no-ncu", "--no-torch", "--raw", str(raw_path), "--out", str(out),
+             "--build-dir", str(tmp_path / "build"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    hw = load_hardware(out)
+    raw = json.loads(raw_path.read_text())
+    assert not [g for g, v in raw["groups"].items() if "error" in v]
+    assert hw.hbm_bandwidth_gbps > 1000 and hw.smem_bandwidth_gbps_per_sm > 50
