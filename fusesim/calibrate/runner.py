@@ -116,7 +116,7 @@ def build(build_dir: Path, nvcc: str = "nvcc") -> tuple[Path, str]:
     return binary, out.stderr
 
 
-def run_group(binary: Path, group: str, quick: bool, timeout_s: float = 120) -> dict[str, Any]:
+def run_group(binary: Path, group: str, quick: bool, timeout_s: float = 60) -> dict[str, Any]:
     cmd = [str(binary), group] + (["--quick"] if quick else [])
     t0 = time.monotonic()
     try:
@@ -203,7 +203,7 @@ def match_ncu(expect: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[
     return checks
 
 
-def run_ncu(binary: Path, work: Path, timeout_s: float = 300) -> dict[str, Any]:
+def run_ncu(binary: Path, work: Path, timeout_s: float = 180) -> dict[str, Any]:
     """Run the `verify` group under Nsight Compute and compare counts with what the kernels must do."""
     if shutil.which("ncu") is None:
         return {"error": "ncu not found"}
