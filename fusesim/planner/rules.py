@@ -19,7 +19,8 @@ couples them). Nothing is listed candidate by candidate.
 After the paper's rules, `executable` keeps what the fused kernel implements (plan.py semantics):
 schedules M|NLK (n_split = 1) and MN|LK (n_split > 1) only, cls_m * block_m <= padded M,
 cls_n * block_n | N, cls_k * block_k | K, cls_l * block_l = L, block_n a multiple of block_k,
-block_l / cls_reduce a multiple of 8, and a warp layout for a thread count whose registers fit.
+block_l / cls_reduce a multiple of 8, and a thread count whose registers fit (preferring one with a
+warp layout of 16x16 warp tiles; without one the plan is kept, and can_build decides buildability).
 """
 
 from __future__ import annotations
@@ -155,7 +156,9 @@ def threads_for(chain, hw, bm, bn, bl, gated_seq):  # noqa: ANN001, ANN201
     first_ok = np.where(big, ok256, ok128)
     second = np.where(big, 128, 256)
     second_ok = np.where(big, ok128, ok256)
-    return np.where(first_ok, first, np.where(second_ok, second, 0))
+    # no 16x16 warp layout (tiny tiles): still a valid plan to simulate, 128 threads if registers fit
+    regs128 = regs_fit(fused_regs_per_thread(bm, bn, bl, 128, gated_seq), 128, hw) & (128 <= hw.max_threads_per_block)
+    return np.where(first_ok, first, np.where(second_ok, second, np.where(regs128, 128, 0)))
 
 
 def executable_mask(s: Survivors) -> np.ndarray:

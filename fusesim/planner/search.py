@@ -180,12 +180,10 @@ def _gemm_options(rows: int, cols: int, red: int, gated: bool, hw: Hardware) -> 
             for bk in (32, 64, 16):
                 if red % bk or bk > 256:
                     continue
-                threads = 0
-                for t in ((256, 128) if bm * bn >= 64 * 128 else THREAD_CHOICES):
-                    if (t <= hw.max_threads_per_block and warp_layout_ok(bm, bn, t)
-                            and regs_fit(gemm_regs_per_thread(bm, bn, t, gated), t, hw)):
-                        threads = t
-                        break
+                fits = [t for t in ((256, 128) if bm * bn >= 64 * 128 else THREAD_CHOICES)
+                        if t <= hw.max_threads_per_block and regs_fit(gemm_regs_per_thread(bm, bn, t, gated), t, hw)]
+                laid = [t for t in fits if warp_layout_ok(bm, bn, t)]
+                threads = (laid or fits or [0])[0]
                 if not threads:
                     continue
                 stages = 0
@@ -297,12 +295,21 @@ def _infeasible_fused(strategy: str, chain: Chain, hw: Hardware, after: list[tup
                     f"(fp32 E accumulator 16 x L={chain.l} + act(C) tile + 2 pipeline stages) "
                     f"> smem_per_block_bytes {hw.smem_per_block_bytes}")
     survivors = ", ".join(f"{n}: {c}" for n, c in after)
+    if strategy == "dsm" and after and after[-1][1] > 0:
+        return ("no cluster of 2 or more blocks tiles this problem exactly (N, K and L are too small to split "
+                f"across blocks); only single-block plans are executable ({survivors})")
     return f"no executable {strategy} candidate survives ({survivors})"
 
 
 def run_search(chain: Chain, hw: Hardware, strategies: tuple[str, ...], top_k: int,
                require_buildable: bool) -> PlanResult:
     t0 = time.perf_counter()
+    bad = [f"{d} = {v}" for d, v in (("N", chain.n), ("K", chain.k), ("L", chain.l)) if v % 16]
+    if bad:
+        why = (f"{', '.join(bad)} not a multiple of 16: kernels tile N, K and L exactly in 16-wide MMA steps "
+               "(only M is predicated)")
+        stats = SearchStats(candidates=Space(chain, hw).count(), after_rule=[], seconds=time.perf_counter() - t0)
+        return PlanResult(chain.case_id, {}, {s: why for s in strategies}, stats)
     space = Space(chain, hw)
     raw, after, surv = apply_rules(space)
     exec_count, mask, scheds = executable(surv)
