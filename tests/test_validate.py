@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fusesim.hardware import load_hardware
+from fusesim.planner import plan_case
+from fusesim.sim import simulate
+from fusesim.validate import join, pearson, spearman, summarize
+from fusesim.workload import load_workload
+
+ROOT = Path(__file__).resolve().parents[1]
+HW = load_hardware(ROOT / "hw_configs" / "h200.yaml")
+
+
+def test_rank_statistics_by_hand() -> None:
+    assert pearson([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
+    assert pearson([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
+    assert spearman([1, 2, 3, 4], [10, 20, 15, 40]) == pytest.approx(0.8)
+
+
+def _synthetic_measurements(tmp_path: Path, scale: dict[str, float]) -> tuple[Path, dict[str, float]]:
+    """Bench-shaped JSON whose 'measured' times are the simulation scaled per strategy (a test of the
+    join and the statistics, not a measurement)."""
+    chain = load_workload(ROOT / "workloads" / "paper_gemm_chains.yaml").select(["G4"])[0]
+    res = plan_case(chain, HW, strategies=("unfused", "smem", "dsm"), top_k=1)
+    recs, sims = [], {}
+    for strategy, scored in res.plans.items():
+        plan = scored[0].plan
+        t = simulate(plan, HW).time_ns / 1e3
+        sims[strategy] = t
+        recs.append({"case": "G4", "label": strategy, "plan": plan.to_dict(), "time_us": t * scale[strategy],
+                     "ncu": {"dram__bytes_read.sum": 1.0e7}})
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps({"gpu": "synthetic", "cases": [{"case": "G4", "kernels": recs}]}))
+    return path, sims
+
+
+def test_join_and_summary(tmp_path: Path) -> None:
+    path, sims = _synthetic_measurements(tmp_path, {"unfused": 1.25, "smem": 1.0, "dsm": 0.8})
+    rows = join(tmp_path, HW)
+    assert {r.label for r in rows} == set(sims)
+    for r in rows:
+        assert r.predicted_us == pytest.approx(sims[r.label])
+    s = summarize(rows)
+    expect = sum(abs(1 / f - 1) for f in (1.25, 1.0, 0.8)) / 3
+    assert s["mape"] == pytest.approx(expect)
+    assert s["counters"]["dram_read"]["kernels"] == 3
+    assert s["fitted_parameters"] == []
+
+
+def test_validate_cli_writes_csv_and_plot(tmp_path: Path) -> None:
+    _synthetic_measurements(tmp_path, {"unfused": 1.0, "smem": 1.0, "dsm": 1.0})
+    csv_path, png = tmp_path / "v.csv", tmp_path / "v.png"
+    r = subprocess.run([sys.executable, "-m", "fusesim", "validate", "--measured", str(tmp_path), "--hw",
+                        str(ROOT / "hw_configs" / "h200.yaml"), "--csv", str(csv_path), "--plot", str(png),
+                        "--format", "json"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["summary"]["mape"] == pytest.approx(0.0, abs=1e-9)
+    assert len(csv_path.read_text().splitlines()) == 1 + 3
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_validate_missing_folder_exit_2(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "fusesim", "validate", "--measured", str(tmp_path / "none"),
+                        "--hw", "h200"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
