@@ -189,6 +189,37 @@ def test_dsm_primitives_bytes() -> None:
     assert prims["inter_cluster_reduce"].level == "global"
 
 
+def test_analyze_conv_reads_image_once_from_hbm() -> None:
+    """3x3 conv chain: L2 sees the im2col rows (K = IC*9), HBM the image once."""
+    from fusesim.workload import ConvGeom
+
+    hw = load_hardware(ROOT / "hw_configs/h100_sxm.yaml")
+    ch = Chain(case_id="c", kind="conv_chain", m=64, n=64, k=16 * 9, l=64, activation="relu", gated=False,
+               conv=ConvGeom(1, 8, 8, 16, 3))
+    p = _fused(ch, hw, (1, 1, 1, 1), (64, 64, 16, 64), grid_m=1, n_split=1, n_passes=1)
+    assert plan_problems(p, hw) == []
+    v = analyze(p, hw)
+    assert v.l2_read == 64 * 144 * 2 + 144 * 64 * 2 + 64 * 64 * 2
+    assert v.hbm_read == 8 * 8 * 16 * 2 + 144 * 64 * 2 + 64 * 64 * 2
+    assert v.dsm == 0 and p.dsm_comm == ()
+
+
+def test_what_if_32_block_clusters() -> None:
+    """A machine with 36-SM GPCs and 32-block clusters: the space grows to cluster values of 32."""
+    raw = read_mapping(ROOT / "hw_configs/h100_sxm.yaml")
+    raw.update(gpc_sm_counts=[36, 36, 36, 24], max_cluster_size=32)
+    for t in ("dsm_push_bandwidth_gbps_per_sm", "dsm_pull_bandwidth_gbps_per_sm", "dsm_latency_ns",
+              "cluster_barrier_ns"):
+        raw[t] = {**raw[t], 32: raw[t][16]}
+    hw = hardware_from_dict(raw)
+    ch = chain(128, 16384, 4096, 4096)
+    assert Space(ch, hw).cluster_values == (1, 2, 4, 8, 16, 32)
+    res = plan_case(ch, hw, strategies=("dsm",), top_k=5)
+    for sp in res.plans["dsm"]:
+        check_capacities(sp.plan, hw)
+    assert res.search.by_strategy["dsm"] > 0
+
+
 # ---- emitted plans: capacities (property), paper cases, a100 ------------------------------------
 def check_capacities(plan: Plan, hw: Hardware) -> None:
     assert plan_problems(plan, hw) == [], plan_problems(plan, hw)

@@ -13,11 +13,13 @@ Per kernel (ns; bandwidths in GB/s == bytes/ns):
 * dsm = dsm bytes / (dsm push bandwidth per SM of the cluster size * active SMs);
   smem = smem bytes / (SMEM bandwidth per SM * active SMs); active SMs = min(blocks, SMs the
   cluster shape can occupy at once).
-* latency (Little's law on the operand ring): waves * (bytes one block loads / (stages * stage
+* latency (Little's law on the operand ring): occ_waves * (bytes one block loads / (stages * stage
   bytes)) * l2_latency: a block keeps at most `stages` tiles in flight.
-* sync: waves * rounds * (dsm_latency + cluster_barrier) of the cluster size, rounds = dsm_comm
+* sync: occ_waves * rounds * (dsm_latency + cluster_barrier) of the cluster size, rounds = dsm_comm
   rounds per block; inter_cluster_reduce adds one l2_latency per wave.
-* fill: waves * (hbm_latency + l2_latency): first operand tile in, last E tile out.
+* fill: occ_waves * (hbm_latency + l2_latency): first operand tile in, last E tile out.
+  occ_waves = ceil(clusters / (max_active_clusters(size) * blocks per SM)): clusters resident
+  together (blocks_per_sm from SMEM, threads, registers) overlap their latencies.
 * launch: launch_overhead per kernel; kernel_gap between the two unfused kernels; a fused plan
   with n_split > 1 also pays kernel_gap for the memset of E.
 """
@@ -38,7 +40,13 @@ from fusesim.planner.dataflow import (
     fused_volumes,
     gemm_kernel_volumes,
 )
-from fusesim.planner.footprint import gemm1_sub_l
+from fusesim.planner.footprint import (
+    fused_regs_per_thread,
+    fused_smem_bytes,
+    gemm1_sub_l,
+    gemm_regs_per_thread,
+    gemm_smem_bytes,
+)
 from fusesim.workload import Chain
 
 LEVEL_NAMES = ("tensor", "hbm", "l2", "dsm", "smem", "latency")
@@ -69,10 +77,22 @@ def _table(cs: Any, hw: Hardware, fn: Any, one: float) -> Any:
     return np.select([cs == s for s in sizes], [one if s == 1 else fn(s) for s in sizes], one)
 
 
+def blocks_per_sm(hw: Hardware, smem_bytes: Any, threads: Any, regs_per_thread: Any) -> Any:
+    """Hardware.blocks_per_sm, elementwise (1 KB of SMEM reserved per block)."""
+    by_smem = hw.smem_per_sm_bytes // (np.asarray(smem_bytes) + 1024)
+    by_threads = hw.max_threads_per_sm // np.asarray(threads)
+    by_regs = hw.registers_per_sm // np.maximum(np.asarray(threads) * regs_per_thread, 1)
+    return np.minimum(np.minimum(by_smem, by_threads), np.minimum(by_regs, hw.max_blocks_per_sm))
+
+
 def fused_cost(ch: Chain, hw: Hardware, family: str, cm: Any, cn: Any, ck: Any, cl: Any, bm: Any, bn: Any, bk: Any,
-               bl: Any, grid_m: Any, n_split: Any, n_passes: Any, stages: Any, mode: Any) -> dict[str, Any]:
+               bl: Any, grid_m: Any, n_split: Any, n_passes: Any, stages: Any, mode: Any,
+               threads: Any = 128) -> dict[str, Any]:
     """Time of fused kernels, elementwise over numpy arrays; returns parts, total and volumes."""
     v = fused_volumes(ch, hw, cm, cn, ck, cl, bm, bn, bl, grid_m, n_split, n_passes, mode)
+    seq_flag = np.asarray(mode) == MODE_SEQUENTIAL
+    fused_smem = fused_smem_bytes(bm, bn, bk, bl, ck, np.maximum(cl // ck, 1), stages, seq_flag)
+    regs = fused_regs_per_thread(bm, bn, bl, threads, seq_flag)
     e = ch.dtype_bytes
     cs = cm * cn * ck
     clusters = grid_m * n_split
@@ -84,6 +104,9 @@ def fused_cost(ch: Chain, hw: Hardware, family: str, cm: Any, cn: Any, ck: Any, 
     block_flops = 2.0 * n_passes * bm * (bn * k_slice * (1 + seq) + shuffle * bn * bl)
     slots = _table(cs, hw, lambda s: hw.max_active_clusters(s), float(hw.max_active_clusters(1)))
     waves = np.ceil(clusters / slots)
+    # co-resident clusters (2+ blocks per SM) overlap their latencies: those terms use occupancy waves
+    bps = blocks_per_sm(hw, fused_smem, threads, regs)
+    occ_waves = np.ceil(clusters / (slots * np.maximum(bps, 1)))
     per_sm = hw.tensor_flops_per_ns(family, ch.dtype) / hw.sm_count
     active = np.minimum(blocks, slots * cs)
     dsm_bw = _table(cs, hw, lambda s: hw.dsm_bandwidth_gbps(s), 1.0)
@@ -97,13 +120,13 @@ def fused_cost(ch: Chain, hw: Hardware, family: str, cm: Any, cn: Any, ck: Any, 
         "l2": (v["l2_read"] + v["l2_write"]) / hw.l2_bandwidth_gbps,
         "dsm": v["dsm"] / (dsm_bw * active),
         "smem": v["smem"] / (hw.smem_bandwidth_gbps_per_sm * active),
-        "latency": waves * (v["l2_read"] / blocks) / (stages * stage_bytes) * hw.l2_latency_ns,
+        "latency": occ_waves * (v["l2_read"] / blocks) / (stages * stage_bytes) * hw.l2_latency_ns,
     }
     stack = np.stack([np.broadcast_to(np.asarray(parts[k], dtype=float), np.shape(blocks)) for k in LEVEL_NAMES])
     overlapped = stack.max(axis=0)
     bound = stack.argmax(axis=0)
-    sync = waves * (rounds * dsm_lat + np.where(n_split > 1, hw.l2_latency_ns, 0.0))
-    fill = waves * (hw.hbm_latency_ns + hw.l2_latency_ns)
+    sync = occ_waves * (rounds * dsm_lat + np.where(n_split > 1, hw.l2_latency_ns, 0.0))
+    fill = occ_waves * (hw.hbm_latency_ns + hw.l2_latency_ns)
     launch = hw.launch_overhead_us * 1e3 + np.where(n_split > 1, hw.kernel_gap_us * 1e3, 0.0)
     total = launch + overlapped + sync + fill
     return {"time_ns": total, "bound": bound, "parts": parts, "sync": sync, "fill": fill, "launch": launch,
@@ -111,7 +134,7 @@ def fused_cost(ch: Chain, hw: Hardware, family: str, cm: Any, cn: Any, ck: Any, 
 
 
 def gemm_kernel_cost(ch: Chain, hw: Hardware, family: str, op: str, bm: int, bn: int, bk: int, stages: int,
-                     c_resident: float = 0.0) -> dict[str, Any]:
+                     c_resident: float = 0.0, threads: int = 128) -> dict[str, Any]:
     """One unfused GEMM kernel: same terms, cluster size 1, no DSM."""
     v = gemm_kernel_volumes(ch, hw, op, bm, bn, c_resident)
     e = ch.dtype_bytes
@@ -126,16 +149,19 @@ def gemm_kernel_cost(ch: Chain, hw: Hardware, family: str, op: str, bm: int, bn:
     per_sm = hw.tensor_flops_per_ns(family, ch.dtype) / hw.sm_count
     active = min(blocks, slots)
     stage_bytes = (bm * bk + bk * bn * g) * e
+    bps = int(blocks_per_sm(hw, gemm_smem_bytes(bm, bn, bk, stages, g == 2), threads,
+                            gemm_regs_per_thread(bm, bn, threads, g == 2)))
+    occ_waves = -(-blocks // (slots * max(bps, 1)))
     parts = {
         "tensor": waves * block_flops / per_sm,
         "hbm": (v["hbm_read"] + v["hbm_write"]) / hw.hbm_bandwidth_gbps,
         "l2": (v["l2_read"] + v["l2_write"]) / hw.l2_bandwidth_gbps,
         "dsm": 0.0,
         "smem": v["smem"] / (hw.smem_bandwidth_gbps_per_sm * active),
-        "latency": waves * (v["l2_read"] / blocks) / (stages * stage_bytes) * hw.l2_latency_ns,
+        "latency": occ_waves * (v["l2_read"] / blocks) / (stages * stage_bytes) * hw.l2_latency_ns,
     }
     bound = max(LEVEL_NAMES, key=lambda k: parts[k])
-    fill = waves * (hw.hbm_latency_ns + hw.l2_latency_ns)
+    fill = occ_waves * (hw.hbm_latency_ns + hw.l2_latency_ns)
     launch = hw.launch_overhead_us * 1e3
     return {"time_ns": launch + parts[bound] + fill, "bound": bound, "parts": parts, "fill": fill,
             "launch": launch, "volumes": v}
@@ -151,9 +177,10 @@ def predict(plan: Plan, hw: Hardware, family: str | None = None) -> Prediction:
     ch = plan.chain
     if plan.strategy == "unfused":
         k1, k2 = plan.kernels
-        c1 = gemm_kernel_cost(ch, hw, family, "gemm0", k1.tiles.block_m, k1.tiles.block_n, k1.tiles.block_k, k1.stages)
+        c1 = gemm_kernel_cost(ch, hw, family, "gemm0", k1.tiles.block_m, k1.tiles.block_n, k1.tiles.block_k, k1.stages,
+                              threads=k1.threads)
         c2 = gemm_kernel_cost(ch, hw, family, "gemm1", k2.tiles.block_m, k2.tiles.block_n, k2.tiles.block_k, k2.stages,
-                              c_resident=c1["volumes"]["c_resident"])
+                              c_resident=c1["volumes"]["c_resident"], threads=k2.threads)
         total = c1["time_ns"] + c2["time_ns"] + hw.kernel_gap_us * 1e3
         v1, v2 = c1["volumes"], c2["volumes"]
         slow = c1 if c1["time_ns"] >= c2["time_ns"] else c2
@@ -164,7 +191,7 @@ def predict(plan: Plan, hw: Hardware, family: str | None = None) -> Prediction:
                                                0.0, v1["smem"] + v2["smem"]), slow["bound"], parts)
     c, t = plan.cluster, plan.tiles
     r = fused_cost(ch, hw, family, c.m, c.n, c.k, c.l, t.block_m, t.block_n, t.block_k, t.block_l, plan.grid_m,
-                   plan.n_split, plan.n_passes, plan.stages, GATED_MODES[plan.gated_mode])
+                   plan.n_split, plan.n_passes, plan.stages, GATED_MODES[plan.gated_mode], threads=plan.threads)
     v = r["volumes"]
     parts = {k: float(x) for k, x in r["parts"].items()}
     parts.update(sync=float(r["sync"]), fill=float(r["fill"]), launch=float(r["launch"]))

@@ -223,8 +223,10 @@ def search_unfused(chain: Chain, hw: Hardware, top_k: int, require_buildable: bo
     out: list[ScoredPlan] = []
     fallback: list[ScoredPlan] = []
     for family in _families(hw):
-        s1 = sorted(opts1, key=lambda o: gemm_kernel_cost(chain, hw, family, "gemm0", o[0], o[1], o[2], o[3])["time_ns"])
-        s2 = sorted(opts2, key=lambda o: gemm_kernel_cost(chain, hw, family, "gemm1", o[0], o[1], o[2], o[3])["time_ns"])
+        s1 = sorted(opts1, key=lambda o: gemm_kernel_cost(chain, hw, family, "gemm0", o[0], o[1], o[2], o[3],
+                                                          threads=o[4])["time_ns"])
+        s2 = sorted(opts2, key=lambda o: gemm_kernel_cost(chain, hw, family, "gemm1", o[0], o[1], o[2], o[3],
+                                                          threads=o[4])["time_ns"])
         pairs = [(a, b) for i, a in enumerate(s1[:4]) for j, b in enumerate(s2[:4])]
         pairs.sort(key=lambda p: s1.index(p[0]) + s2.index(p[1]))
         for o1, o2 in pairs:
@@ -235,23 +237,28 @@ def search_unfused(chain: Chain, hw: Hardware, top_k: int, require_buildable: bo
         if len(out) >= top_k:
             break
     chosen = out if (out or require_buildable) else fallback
-    chosen = sorted(chosen, key=lambda sp: sp.predicted.time_ns)[:top_k]
+    chosen = sorted(chosen, key=_rank_key)[:top_k]
     if not chosen:
         return [], "no buildable unfused plan: " + (fallback[0].plan.notes[0] if fallback else "none")
     return chosen, ""
 
 
+def _rank_key(sp: ScoredPlan) -> tuple[float, float]:
+    return (round(sp.predicted.time_ns, 3), sp.predicted.bytes["l2"] + sp.predicted.bytes["hbm"])
+
+
 # ---- fused search --------------------------------------------------------------------------------
 def _pick(chain: Chain, hw: Hardware, rows: dict[str, np.ndarray], times: dict[str, np.ndarray], sel: np.ndarray,
-          top_k: int, require_buildable: bool) -> tuple[list[ScoredPlan], str]:
-    """Best plans among rows[sel]: per family by its own time, buildable first (see module doc)."""
+          top_k: int, require_buildable: bool, traffic: np.ndarray) -> tuple[list[ScoredPlan], str]:
+    """Best plans among rows[sel]: per family by its own time (ties: less L2+HBM traffic), buildable
+    first (see module doc)."""
     idx = np.nonzero(sel)[0]
     families = _families(hw)
     accepted: dict[int, ScoredPlan] = {}
     fallback: dict[int, ScoredPlan] = {}
     reasons: list[str] = []
     for family in families:
-        order = idx[np.argsort(times[family][idx], kind="stable")]
+        order = idx[np.lexsort((traffic[idx], np.round(times[family][idx], 3)))]
         for i in order[: max(SCAN_LIMIT, top_k * 4)]:
             i = int(i)
             if i in accepted:
@@ -275,7 +282,7 @@ def _pick(chain: Chain, hw: Hardware, rows: dict[str, np.ndarray], times: dict[s
         chosen = list(fallback.values())
     if not chosen:
         return [], "no buildable plan (" + "; ".join(reasons) + ")"
-    chosen.sort(key=lambda sp: sp.predicted.time_ns)
+    chosen.sort(key=_rank_key)
     best_any = min(fallback.values(), key=lambda sp: sp.predicted.time_ns, default=None)
     if best_any is not None and chosen[0].plan.buildable and best_any.predicted.time_ns < chosen[0].predicted.time_ns:
         note = (f"faster plan not buildable: {best_any.plan.summary()} {best_any.plan.instruction} "
@@ -326,11 +333,14 @@ def run_search(chain: Chain, hw: Hardware, strategies: tuple[str, ...], top_k: i
             rows = {k: v[keep] for k, v in rows.items()}
         evaluated = len(rows["cm"])
         times = {}
+        traffic = np.zeros(evaluated)
         for family in _families(hw):
             r = fused_cost(chain, hw, family, rows["cm"], rows["cn"], rows["ck"], rows["cl"], rows["bm"], rows["bn"],
                            rows["bk"], rows["bl"], rows["grid_m"], rows["n_split"], rows["n_passes"], rows["stages"],
-                           rows["mode"])
+                           rows["mode"], threads=rows["threads"])
             times[family] = np.asarray(r["time_ns"], dtype=float)
+            vol = r["volumes"]
+            traffic = np.asarray(vol["l2_read"] + vol["l2_write"] + vol["hbm_read"] + vol["hbm_write"], dtype=float)
         cs = rows["cm"] * rows["cn"] * rows["ck"]
         for strategy in fused_wanted:
             sel = cs == 1 if strategy == "smem" else cs > 1
@@ -338,7 +348,7 @@ def run_search(chain: Chain, hw: Hardware, strategies: tuple[str, ...], top_k: i
             if not sel.any():
                 infeasible[strategy] = _infeasible_fused(strategy, chain, hw, after)
                 continue
-            chosen, why = _pick(chain, hw, rows, times, sel, top_k, require_buildable)
+            chosen, why = _pick(chain, hw, rows, times, sel, top_k, require_buildable, traffic)
             if chosen:
                 plans[strategy] = chosen
             else:
@@ -381,7 +391,7 @@ def plan_case(chain: Chain, hw: Hardware, strategies: tuple[str, ...] | list[str
         base = tuple(s for s in ALL_STRATEGIES if s in strategies or "best" in strategies)
         hit = run_search(chain, hw, base, top_k, require_buildable)
         if "best" in strategies:
-            merged = sorted((sp for s in base for sp in hit.plans.get(s, [])), key=lambda sp: sp.predicted.time_ns)
+            merged = sorted((sp for s in base for sp in hit.plans.get(s, [])), key=_rank_key)
             if merged:
                 hit.plans["best"] = merged[:top_k]
             else:

@@ -4,7 +4,7 @@ The paper's space (Algorithm 2): 41 loop schedules (which of M, N, K, L are spat
 of the temporal ones) x (cls_m, cls_n, cls_k, cls_l) in {1, 2, 4, 8, 16}^4 x block tiles (any
 multiple of 16 up to each dimension). For GPT-6.7B (M=256, N=16384, K=L=4096) that is
 41 x 625 x 16 x 1024 x 256 x 256 = 2.75e13 candidates: it is only ever counted, never listed.
-Here cluster values stop at the machine's max_cluster_size (a100: only 1).
+Here cluster values are the powers of two up to the machine's max_cluster_size (a100: only 1).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from fusesim.plan import Schedule
 from fusesim.workload import Chain
 
 DIMS = "MNKL"
-CLUSTER_VALUES = (1, 2, 4, 8, 16)
+CLUSTER_VALUES = (1, 2, 4, 8, 16)  # the paper's per-dim choices on Hopper (max cluster 16)
 MMA_TILE = 16  # the smallest tile: one 16x16x16 MMA
 M_PREDICATED_TILES = (16, 32, 64, 128, 256)  # M may end in a partly empty tile (predicated rows)
 
@@ -53,7 +53,13 @@ def loop_schedules() -> tuple[LoopSchedule, ...]:
 
 
 def cluster_values(hw: Hardware) -> tuple[int, ...]:
-    return tuple(v for v in CLUSTER_VALUES if v <= hw.max_cluster_size)
+    """Per-dim cluster values: powers of two up to the machine's max cluster size (the paper's
+    {1, 2, 4, 8, 16} on Hopper; a what-if machine with 32-block clusters gets 32 too)."""
+    out, v = [], 1
+    while v <= hw.max_cluster_size:
+        out.append(v)
+        v *= 2
+    return tuple(out)
 
 
 def dim_sizes(chain: Chain) -> dict[str, int]:
