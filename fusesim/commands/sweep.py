@@ -30,7 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="rules that keep machines valid: cluster_tables gpc_layout (fusesim/sweep/derive.py)")
     g.add_argument("--workloads", nargs="+", help="workload YAMLs")
     g.add_argument("--name", help="sweep name (default: adhoc-<hash of the flags>)")
-    g.add_argument("--evaluator", help="module:function evaluating one task (default: planner + simulator)")
+    g.add_argument("--evaluator", help="module:function evaluating one task (default: planner + simulator; "
+                   "fusesim.sweep.evaluate:evaluate_case_unconstrained lets the planner pick plans today's "
+                   "generator cannot build)")
     sel = p.add_argument_group("selection (also narrows a spec)")
     sel.add_argument("--case", nargs="+", help="only these case ids")
     sel.add_argument("--strategy", nargs="+", choices=("unfused", "smem", "dsm", "best"), help="strategies")
@@ -60,14 +62,15 @@ def _spec(args: argparse.Namespace):  # -> SweepSpec | None
     from fusesim.sweep import load_spec, spec_from_args
 
     flags = [f for f, v in (("--hw", args.hw), ("--vary", args.vary), ("--scale", args.scale),
-                            ("--derive", args.derive), ("--workloads", args.workloads),
-                            ("--evaluator", args.evaluator)) if v]
+                            ("--derive", args.derive), ("--workloads", args.workloads)) if v]
     if args.spec:
         if flags:
             raise InputError("<command line>", flags[0], "give either a SPEC file or grid flags, not both")
         spec = load_spec(args.spec)
         if args.name:
             spec.name = args.name
+        if args.evaluator:
+            spec.evaluator = args.evaluator
     elif args.hw or args.vary or args.workloads:
         if not args.hw or not args.workloads:
             raise InputError("<command line>", "--hw" if not args.hw else "--workloads",

@@ -7,6 +7,8 @@ workers import it by name; it must be deterministic (same task, same numbers), w
 makes local and Dask runs give identical files.
 
 - `evaluate_case`: the real one — the planner's best plan per strategy, then its simulation.
+- `evaluate_case_unconstrained`: the same, with plans today's code generator cannot build allowed
+  (hardware what-ifs: wgmma, clusters above 16).
 - `bound_case`: an analytic bound with no planner and no simulator (max of FLOPs at the tensor
   peak and bytes at HBM bandwidth, plus launch overheads); cheap, for smoke tests and for
   measuring the sweep machinery's own overhead.
@@ -115,8 +117,50 @@ def _sim_columns(res: Any) -> dict[str, Any]:
 
 
 def evaluate_case(task: Task) -> list[dict[str, Any]]:
-    """The planner's best plan for each strategy of the task, and its simulation on the same machine."""
+    """The planner's best plan for each strategy of the task, and its simulation on the same machine.
+
+    The planner prefers plans today's code generator can build (mma.sync only, clusters <= 16), so
+    this answers "what would fusesim run on that machine". See `evaluate_case_unconstrained`.
+    """
     from fusesim.planner import plan_case
+
+    def search(chain: Chain, hw: Any, strategies: tuple[str, ...]) -> Any:
+        return plan_case(chain, hw, strategies=strategies, top_k=1)
+
+    return _evaluate(task, search)
+
+
+def evaluate_case_unconstrained(task: Task) -> list[dict[str, Any]]:
+    """As `evaluate_case`, but the planner may pick plans today's generator cannot build.
+
+    A hardware what-if ("a successor with 32-block clusters") is about the machine, not about
+    which instructions and cluster sizes fusesim's CUDA templates emit today; with the generator's
+    limits the planner never even considers wgmma or clusters above 16. The row's `buildable`
+    column still says whether today's generator could build the chosen plan.
+
+    The planner has no public switch for this yet, so the search runs with its buildability check
+    answered "yes" (and outside its memo cache, which does not know about the switch).
+    """
+    from fusesim.planner import search as planner_search
+
+    def search(chain: Chain, hw: Any, strategies: tuple[str, ...]) -> Any:
+        original = planner_search.check_buildable
+        planner_search.check_buildable = _always_buildable
+        try:
+            res = planner_search.run_search(chain, hw, strategies, 1, False)
+        finally:
+            planner_search.check_buildable = original
+        return res
+
+    return _evaluate(task, search, recheck_buildable=True)
+
+
+def _always_buildable(plan: Any) -> tuple[bool, str]:
+    return True, ""
+
+
+def _evaluate(task: Task, search: Callable[[Chain, Any, tuple[str, ...]], Any],
+              recheck_buildable: bool = False) -> list[dict[str, Any]]:
     from fusesim.sim import simulate
 
     hw = task.hw.hardware()
@@ -124,7 +168,7 @@ def evaluate_case(task: Task) -> list[dict[str, Any]]:
     base = {"hw_name": hw.name, "hw_fingerprint": hw.fingerprint, "flops": chain.flops,
             "floor_us": chain.floor_ns(hw) / 1e3}
     wanted = ("unfused", "smem", "dsm") if "best" in task.strategies else tuple(task.strategies)
-    res = plan_case(chain, hw, strategies=wanted, top_k=1)
+    res = search(chain, hw, wanted)
     stats = getattr(res, "search", None)
     base["search_candidates"] = getattr(stats, "candidates", None)
     base["search_s"] = getattr(stats, "seconds", None)
@@ -144,6 +188,10 @@ def evaluate_case(task: Task) -> list[dict[str, Any]]:
             out.append(row)
             continue
         row.update(_plan_columns(best.plan))
+        if recheck_buildable:
+            from fusesim.capability import can_build
+
+            row["buildable"] = bool(can_build(best.plan)[0])
         row.update(_prediction_columns(best.predicted))
         try:
             row.update(_sim_columns(simulate(best.plan, hw, trace=False)))
