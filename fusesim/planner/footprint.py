@@ -39,8 +39,15 @@ THREAD_CHOICES = (128, 256)  # one or two warpgroups: what both instruction fami
 MAX_STAGES = 8
 
 
+def _scalars(*args: Any) -> bool:
+    """All plain ints/bools: take the pure-Python path (numpy on scalars costs microseconds)."""
+    return all(isinstance(a, int | bool | np.integer | np.bool_) for a in args)
+
+
 def gemm1_sub_l(block_l: Any) -> Any:
     """Columns of E a block accumulates in registers at a time during GEMM1 (<= 128)."""
+    if _scalars(block_l):
+        return next((c for c in (128, 64, 32, 16) if block_l % c == 0), int(block_l))
     bl = np.asarray(block_l)
     out = np.select([bl % 128 == 0, bl % 64 == 0, bl % 32 == 0, bl % 16 == 0], [128, 64, 32, 16], bl)
     return out if out.ndim else int(out)
@@ -63,6 +70,8 @@ def fused_smem_bytes(block_m: Any, block_n: Any, block_k: Any, block_l: Any, cls
 
 def gemm_smem_bytes(block_m: Any, block_n: Any, block_k: Any, stages: Any, gated: Any) -> Any:
     """Dynamic SMEM of one unfused GEMM block: the operand ring only."""
+    if _scalars(block_m, block_n, block_k, stages, gated):
+        return int(stages * (block_m * (block_k + PAD_BF16) + block_k * (block_n + PAD_BF16) * (2 if gated else 1)) * 2)
     a_tile = block_m * (block_k + PAD_BF16)
     b_tile = block_k * (block_n + PAD_BF16) * (1 + np.asarray(gated).astype(np.int64))
     return _int(stages * (a_tile + b_tile) * 2)
@@ -80,17 +89,25 @@ def fused_regs_per_thread(block_m: Any, block_n: Any, block_l: Any, threads: Any
 
 
 def gemm_regs_per_thread(block_m: Any, block_n: Any, threads: Any, gated: Any) -> Any:
+    if _scalars(block_m, block_n, threads, gated):
+        return int(_round8(-(-(block_m * block_n * (2 if gated else 1)) // threads) + REG_OVERHEAD_PER_THREAD))
     g = 1 + np.asarray(gated).astype(np.int64)
     return _int(_round8(-(-(block_m * block_n * g) // threads) + REG_OVERHEAD_PER_THREAD))
 
 
 def regs_fit(regs: Any, threads: Any, hw: Any) -> Any:
     """Registers fit one thread's limit and one SM's file (one block per SM at least)."""
+    if _scalars(regs, threads):
+        return regs <= hw.max_registers_per_thread and regs * threads <= hw.registers_per_sm
     return (regs <= hw.max_registers_per_thread) & (regs * threads <= hw.registers_per_sm)
 
 
 def warp_layout_ok(rows: Any, cols: Any, threads: Any) -> Any:
     """Some (wm, wn) warp grid tiles rows x cols with warp tiles that are multiples of 16 x 16."""
+    if _scalars(rows, cols, threads):
+        w = int(threads) // 32
+        return any(w % wm == 0 and rows % (16 * wm) == 0 and cols % (16 * (w // wm)) == 0
+                   for wm in (1, 2, 4, 8, 16, 32) if wm <= w)
     warps = np.asarray(threads) // 32
     ok = np.zeros(np.broadcast(np.asarray(rows), np.asarray(cols), warps).shape, dtype=bool)
     for wm in (1, 2, 4, 8, 16, 32):

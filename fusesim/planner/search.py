@@ -43,6 +43,7 @@ ALL_STRATEGIES = ("unfused", "smem", "dsm")
 MAX_FUSED_STAGES = 4
 MAX_GEMM_STAGES = 6
 SCAN_LIMIT = 48  # candidates per family checked with can_build before giving up on buildability
+FAMILY_GIVE_UP = 6  # consecutive non-buildable candidates after which another family is tried
 MODE_NAMES = {MODE_NONE: "none", MODE_SEQUENTIAL: "sequential", MODE_MUL: "mul_exchange"}
 
 
@@ -257,8 +258,9 @@ def _pick(chain: Chain, hw: Hardware, rows: dict[str, np.ndarray], times: dict[s
     accepted: dict[int, ScoredPlan] = {}
     fallback: dict[int, ScoredPlan] = {}
     reasons: list[str] = []
-    for family in families:
+    for fi, family in enumerate(families):
         order = idx[np.lexsort((traffic[idx], np.round(times[family][idx], 3)))]
+        misses = 0
         for i in order[: max(SCAN_LIMIT, top_k * 4)]:
             i = int(i)
             if i in accepted:
@@ -266,10 +268,14 @@ def _pick(chain: Chain, hw: Hardware, rows: dict[str, np.ndarray], times: dict[s
             plan = make_fused_plan(chain, hw, _row(rows, i), family)
             ok, why = check_buildable(plan)
             if ok:
+                misses = 0
                 accepted[i] = ScoredPlan(plan.with_(buildable=True), predict(plan, hw))
                 if len(accepted) >= top_k:
                     break
             else:
+                misses += 1
+                if misses >= FAMILY_GIVE_UP and fi < len(families) - 1 and len(fallback) >= top_k:
+                    break  # this family does not build here: try the next one
                 if not reasons:
                     reasons.append(f"{family}: {why}")
                 if i not in fallback and len(fallback) < top_k:
