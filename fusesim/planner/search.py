@@ -3,8 +3,8 @@
 1. rules.apply_rules counts the factored space rule by rule (Table III).
 2. rules.executable keeps the (cluster, tiles) pairs the fused kernel implements; each is expanded
    over n_split (every divisor of N / (cls_n * block_n); n_passes is the quotient) and, for a gated
-   FFN with cls_k = 2, over gated_mode; stages = the deepest pipeline (<= MAX_FUSED_STAGES) that fits
-   SMEM; threads and registers from footprint.py.
+   FFN with cls_k = 2, over gated_mode, and over stages (2..MAX_FUSED_STAGES, as far as SMEM allows);
+   threads and registers from footprint.py.
 3. cost.fused_cost scores all of them at once (numpy), for every instruction family of the machine.
 4. Per strategy (smem: cluster size 1; dsm: > 1) the best are turned into Plans. The instruction
    family is chosen per plan by the code generator's capability check: the fastest family whose plan
@@ -130,15 +130,15 @@ def fused_candidates(chain: Chain, hw: Hardware, mask: np.ndarray, clusters: np.
     rows["grid_m"] = -(-chain.m // (rows["cm"] * rows["bm"]))
     shuffle = rows["cl"] // rows["ck"]
     seq_flag = rows["mode"] == MODE_SEQUENTIAL
-    stages = np.zeros(len(rows["cm"]), dtype=np.int64)
-    for st in range(2, MAX_FUSED_STAGES + 1):
-        fits = fused_smem_bytes(rows["bm"], rows["bn"], rows["bk"], rows["bl"], rows["ck"], shuffle, st,
-                                seq_flag) <= hw.smem_per_block_bytes
-        stages = np.where(fits, st, stages)
-    rows["stages"] = stages
     rows["threads"] = threads_for(chain, hw, rows["bm"], rows["bn"], rows["bl"], seq_flag)
-    keep = (rows["stages"] >= 2) & (rows["threads"] > 0)
-    return {k: v[keep] for k, v in rows.items()}
+    per_stage = []
+    for st in range(2, MAX_FUSED_STAGES + 1):  # stages is a search dimension: deeper hides latency,
+        fits = (fused_smem_bytes(rows["bm"], rows["bn"], rows["bk"], rows["bl"], rows["ck"], shuffle, st,  # but
+                                 seq_flag) <= hw.smem_per_block_bytes) & (rows["threads"] > 0)  # costs occupancy
+        sub = {k: v[fits] for k, v in rows.items()}
+        sub["stages"] = np.full(int(fits.sum()), st, dtype=np.int64)
+        per_stage.append(sub)
+    return {k: np.concatenate([p[k] for p in per_stage]) for k in per_stage[0]}
 
 
 def _row(rows: dict[str, np.ndarray], i: int) -> dict[str, int]:
