@@ -25,8 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def plan_entry(group: str, sp: Any, rank: int) -> dict[str, Any]:
+def plan_entry(group: str, sp: Any, rank: int, hw: Any) -> dict[str, Any]:
     """One plan in the stable JSON form (DESIGN.md), plus the full Plan under "plan"."""
+    from fusesim.planner.dataflow import intermediate_tiers
+
     p, pred = sp.plan, sp.predicted
     t = p.tiles
     return {
@@ -37,6 +39,7 @@ def plan_entry(group: str, sp: Any, rank: int) -> dict[str, Any]:
         "tiles": {"block_m": t.block_m, "block_n": t.block_n, "block_k": t.block_k, "block_l": t.block_l},
         "schedule": {"order": p.schedule.order, "spatial": p.schedule.spatial},
         "placement": dict(vars(p.placement)),
+        "intermediate_bytes": intermediate_tiers(p, hw),
         "grid_m": p.grid_m, "n_split": p.n_split, "n_passes": p.n_passes, "stages": p.stages, "threads": p.threads,
         "instruction": p.instruction, "gated_mode": p.gated_mode,
         "dsm_comm": [dict(vars(s)) for s in p.dsm_comm],
@@ -47,8 +50,8 @@ def plan_entry(group: str, sp: Any, rank: int) -> dict[str, Any]:
     }
 
 
-def case_entry(res: Any, strategies: tuple[str, ...]) -> dict[str, Any]:
-    plans = [plan_entry(s, sp, i + 1) for s in strategies for i, sp in enumerate(res.plans.get(s, []))]
+def case_entry(res: Any, strategies: tuple[str, ...], hw: Any) -> dict[str, Any]:
+    plans = [plan_entry(s, sp, i + 1, hw) for s in strategies for i, sp in enumerate(res.plans.get(s, []))]
     st = res.search
     return {
         "case": res.case_id,
@@ -103,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     entries = []
     for chain in wl.select(args.case):
         res = plan_case(chain, hw, strategies=strategies, top_k=args.top_k, require_buildable=args.require_buildable)
-        entries.append(case_entry(res, strategies))
+        entries.append(case_entry(res, strategies, hw))
     if args.format == "json":
         print_json({"workload": wl.name, "hw": hw.name, "cases": entries})
         return 0

@@ -192,22 +192,23 @@ def analyze(plan: Plan, hw: Hardware) -> Volumes:
 
 
 def intermediate_tiers(plan: Plan, hw: Hardware) -> dict[str, int]:
-    """Algorithm 1's greedy placement of the intermediate C of one cluster, highest tier first.
+    """Algorithm 1's greedy placement of the intermediate C of one cluster for one N chunk, bytes.
 
-    The cluster's working set of C per N chunk is (cls_m * block_m) x (cls_n * block_n) elements:
-    the fp32 accumulators go to registers, the bf16 act(C) slices to the blocks' own SMEM, what a
-    block needs from its peers (exchange / shuffle) to DSM, anything left to global memory."""
+    working_set: the unique act(C) of a cluster per chunk, (cls_m*block_m) x (cls_n*block_n) bf16.
+    Highest tier first: it is produced in registers (fp32 accumulators of all the cluster's
+    blocks, `reg`), then held in the blocks' own SMEM (`smem`, up to cluster size x
+    smem_per_block_bytes); `dsm` is what blocks read from peers per chunk (exchange + shuffle);
+    `global` is what would not fit on chip (0 for every emitted fused plan; all of C for unfused)."""
     ch, c, t = plan.chain, plan.cluster, plan.tiles
     if plan.strategy == "unfused":
-        return {"reg": 0, "smem": 0, "dsm": 0, "global": ch.c_bytes}
-    per_block = t.block_m * t.block_n * ch.dtype_bytes
-    working = c.m * c.n * t.block_m * t.block_n * ch.dtype_bytes  # unique C' of a cluster per chunk
-    reg_cap = (hw.registers_per_sm * 4) * c.size
-    reg = min(working, reg_cap, per_block * c.size)
-    smem = min(working - reg + per_block * c.size, hw.smem_per_block_bytes * c.size)  # staged copy for GEMM1
-    remote = per_block * c.size * (max(c.shuffle, 1) - 1 + (1 if c.k > 1 else 0))
-    dsm = min(remote, hw.smem_per_block_bytes * c.size)
-    return {"reg": int(reg), "smem": int(smem), "dsm": int(dsm), "global": int(max(0, remote - dsm))}
+        return {"working_set": ch.c_bytes, "reg": 0, "smem": 0, "dsm": 0, "global": ch.c_bytes}
+    working = c.m * c.n * t.block_m * t.block_n * ch.dtype_bytes
+    reg = c.size * t.block_m * t.block_n * 4 * (2 if plan.gated_mode == "sequential" else 1)
+    smem = min(working, c.size * hw.smem_per_block_bytes)
+    per_chunk = sum(s.bytes_per_block * s.times for s in plan.dsm_comm
+                    if s.level == "dsm" and s.primitive != "dsm_reduce_scatter") // max(plan.n_passes, 1)
+    return {"working_set": working, "reg": reg, "smem": smem, "dsm": per_chunk * c.size,
+            "global": max(0, working - smem)}
 
 
 def placement_for(strategy: str, has_dsm_steps: bool) -> Placement:
