@@ -237,6 +237,9 @@ def check_capacities(plan: Plan, hw: Hardware) -> None:
         assert plan.n_split * plan.n_passes * c.n * t.block_n == plan.chain.n
         assert c.l * t.block_l == plan.chain.l
         assert plan.grid_m * c.m * t.block_m >= plan.chain.m  # M predicated
+        # the analyzer's DSM bytes are exactly the dsm_comm steps the simulator executes
+        steps = sum(s.times * s.bytes_per_block for s in plan.dsm_comm if s.level == "dsm")
+        assert analyze(plan, hw).dsm == plan.kernels[0].grid_blocks * steps
     assert Plan.from_json(plan.to_json()) == plan
 
 

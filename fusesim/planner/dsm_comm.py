@@ -19,6 +19,10 @@ A fused block (n_i, k_j) of a cluster (cls_m, cls_n, cls_k, cls_l) talks to its 
 
 Bytes are what one block sends per round (push model: sent bytes == bytes received by peers),
 `times` is rounds per block over the whole kernel, exactly the fields of `fusesim.plan.DsmStep`.
+Every block of the grid runs every step with full tiles, so the plan's DSM bytes are
+grid_blocks * sum(times * bytes_per_block) over the dsm-level steps (dataflow.analyze agrees).
+inter_cluster_reduce bytes are per full tile too; predicated rows beyond M are clipped by TMA and
+never reach L2, so the analyzer counts its L2 bytes with the real M.
 The cost model charges each round dsm_latency_ns + cluster_barrier_ns of the cluster size
 (inter_cluster_reduce: l2_latency_ns), the simulator executes the same rounds.
 """
