@@ -221,13 +221,15 @@ def plot_heatmap(table: SweepTable, x: str, y: str, target: str = "dsm", baselin
 
 def plot_sweep(path: str | Path, x: str | None = None, y: str | None = None, target: str = "dsm",
                baseline: str = "unfused", metric: str = "speedup", time: str = "auto") -> Figure:
-    """The default picture of a sweep CSV: a heatmap of the first two axes, else lines over the one."""
+    """The default picture of a sweep CSV: a heatmap of the first two axes, else lines over the one.
+
+    An explicit `x` without `y` draws lines over x (other axes held at their first value)."""
     table = load_sweep(path)
     if not table.axes:
         raise InputError(str(path), None, "the sweep varies nothing; nothing to plot against")
-    x = x or table.axes[0]
-    if y is None and len(table.axes) > 1 and x == table.axes[0]:
-        y = table.axes[1]
+    if x is None:  # nothing chosen: a heatmap of the first two axes when there are two
+        x = table.axes[0]
+        y = y or (table.axes[1] if len(table.axes) > 1 else None)
     if y:
         return plot_heatmap(table, x, y, target, baseline, metric, time=time)
     return plot_speedup_lines(table, x, target, baseline, metric, time=time)
