@@ -25,7 +25,17 @@ from simpy.core import EmptySchedule
 from fusesim.hardware import Hardware
 from fusesim.plan import Plan
 from fusesim.sim.gpu import GPU, dispatch
-from fusesim.sim.kernels import FusedCohort, GemmCohort, l2_priority, layouts_for, raster
+from fusesim.sim.kernels import (
+    INTERMEDIATES,
+    EltwiseCohort,
+    FusedCohort,
+    GemmCohort,
+    eltwise_io,
+    kernel_io,
+    l2_priority,
+    layouts_for,
+    raster,
+)
 
 
 @dataclass
@@ -80,12 +90,14 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
         else:
             t = kernel.tiles
             ch = plan.chain
-            cols = ch.n if kernel.op == "gemm0" else ch.l
+            eltwise = kernel.op.startswith("eltwise:")
+            cols = layouts[eltwise_io(kernel)[1] if eltwise else kernel_io(kernel, ch)[2]].cols
             tm, tn = -(-ch.m // t.block_m), -(-cols // t.block_n)
             order = raster(tm, tn, max(kernel.grid_blocks // (tm * tn), 1))
+            cohort_cls = EltwiseCohort if eltwise else GemmCohort
 
-            def make(clusters, slots, k=kernel, order=order):
-                return GemmCohort(gpu, plan, k, clusters, slots, order, layouts)
+            def make(clusters, slots, k=kernel, order=order, cls=cohort_cls):
+                return cls(gpu, plan, k, clusters, slots, order, layouts)
         slots = gpu.cluster_slots(kernel.cluster_size, bps)
         yield from dispatch(gpu, kernel, make, bps)
         log.append({"name": kernel.name, "start_ns": start, "end_ns": env.now, "blocks_per_sm": bps,
@@ -94,7 +106,7 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
             gpu.trace.host_span(kernel.name, "kernel", start, env.now)
     last = plan.kernels[-1].op if plan.kernels else "fused"
     outputs = ["C"] if last == "gemm0" else ["E"]  # a GEMM0-only plan (micro-cases) outputs C
-    dead = ["C"] if plan.strategy == "unfused" and last != "gemm0" else []
+    dead = list(INTERMEDIATES) if plan.strategy == "unfused" and last != "gemm0" else []
     t0 = env.now
     yield gpu.mem.flush(outputs, dead)
     if gpu.trace is not None:

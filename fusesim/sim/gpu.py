@@ -13,6 +13,9 @@ stages) events, independent of the number of blocks per wave.
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterator
+
 import simpy
 
 from fusesim.hardware import Hardware
@@ -86,8 +89,9 @@ class Cohort:
             self.dsm_latency_ns = self.hw.dsm_latency_ns[cs]
             self.barrier_ns = self.hw.cluster_barrier_ns[cs]
             gpu.dsm_link_bytes_per_ns = max(gpu.dsm_link_bytes_per_ns, link)
-        self._slots = simpy.Container(self.env, capacity=kernel.stages, init=kernel.stages)
-        self._ready: simpy.Store = simpy.Store(self.env)
+        self.stages = max(kernel.stages, 1)
+        self._pending: deque[simpy.Event] = deque()
+        self._loads: Iterator[tuple[list, int]] | None = None
         self.trace = gpu.trace
 
     # ---- the two warp roles -------------------------------------------------------------------
@@ -99,28 +103,38 @@ class Cohort:
         raise NotImplementedError
 
     def run(self):
-        self.env.process(self._producer())
+        self._loads = iter(self.loads())
+        for _ in range(self.stages):  # the producer fills every stage at once
+            self._issue()
         yield from self.consume()
 
-    def _producer(self):
-        for granules, l2_bytes in self.loads():
-            yield self._slots.get(1)
-            start = self.env.now
-            ev = self.mem.load(granules, l2_bytes, self.sms)
-            if self.trace is not None:
-                ev.callbacks.append(lambda _e, s=start: self.trace.span(self.sm_ids, "load", "load", s, self.env.now))
-            self._ready.put(ev)
+    def _issue(self) -> None:
+        """The producer warp: a freed SMEM stage is refilled at once with the next TMA load.
+
+        The producer is not a separate process: it only ever acts when a stage frees (at the end
+        of an MMA) or at the start, so doing its work right there is the same schedule with
+        fewer events."""
+        assert self._loads is not None
+        nxt = next(self._loads, None)
+        if nxt is None:
+            return
+        granules, l2_bytes = nxt
+        start = self.env.now
+        ev = self.mem.load(granules, l2_bytes, self.sms)
+        if self.trace is not None:
+            ev.callbacks.append(lambda _e, s=start: self.trace.span(self.sm_ids, "load", "load", s, self.env.now))
+        self._pending.append(ev)
 
     # ---- building blocks for consume() --------------------------------------------------------
     def stage_mma(self, flops_per_block: float):
         """Wait for the next SMEM stage, run its MMAs at this cohort's share of the tensor cores, free it."""
-        ev = yield self._ready.get()
+        ev = self._pending.popleft()
         if not ev.processed:
             yield ev
         start = self.env.now
         self.gpu.flops += flops_per_block * self.blocks
         yield self.env.timeout(flops_per_block * self.blocks / (self.sm_flops_per_ns * self.sms))
-        self._slots.put(1)
+        self._issue()
         if self.trace is not None:
             self.trace.span(self.sm_ids, "mma", "mma", start, self.env.now)
 

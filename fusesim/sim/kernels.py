@@ -25,6 +25,31 @@ from fusesim.sim.memory import Key, TensorLayout
 Granules = list[tuple[Key, int]]
 
 
+INTERMEDIATES = ("C", "G", "U", "S")  # C = act(A@B); G, U, S: PyTorch's gate, up, silu(gate) (baseline.py)
+
+
+def kernel_io(kernel: Kernel, chain) -> tuple[str, list[str], str, int]:
+    """(lhs, rhs tensors, output, reduction length) of an unfused GEMM kernel.
+
+    Plans use op gemm0 (A @ B, or A @ [Bg, Bu] gated, into C) and gemm1 (C @ D into E);
+    fusesim.sim.baseline also builds kernels with op "gemm:LHS*RHS->OUT" for the separate GEMMs
+    PyTorch runs (shapes as GEMM0's, K reduction)."""
+    if kernel.op == "gemm0":
+        return "A", (["Bg", "Bu"] if chain.gated else ["B"]), "C", chain.k
+    if kernel.op == "gemm1":
+        return "C", ["D"], "E", chain.n
+    spec = kernel.op.removeprefix("gemm:")
+    lhs, _, rest = spec.partition("*")
+    rhs, _, out = rest.partition("->")
+    return lhs, [rhs], out, (chain.n if lhs in INTERMEDIATES else chain.k)
+
+
+def eltwise_io(kernel: Kernel) -> tuple[list[str], str]:
+    """Inputs and output of an element-wise kernel, op "eltwise:IN[,IN]->OUT" (baseline.py)."""
+    ins, _, out = kernel.op.removeprefix("eltwise:").partition("->")
+    return ins.split(","), out
+
+
 def _gcd_all(values: list[int]) -> int:
     g = 0
     for v in values:
@@ -37,20 +62,22 @@ def layouts_for(plan: Plan) -> dict[str, TensorLayout]:
     ch = plan.chain
     eb = ch.dtype_bytes
     rows_cols = {"A": (ch.m, ch.k), "B": (ch.k, ch.n), "Bg": (ch.k, ch.n), "Bu": (ch.k, ch.n),
-                 "C": (ch.m, ch.n), "D": (ch.n, ch.l), "E": (ch.m, ch.l)}
+                 "D": (ch.n, ch.l), "E": (ch.m, ch.l)}
+    rows_cols.update({t: (ch.m, ch.n) for t in INTERMEDIATES})
     shapes: dict[str, list[tuple[int, int]]] = {k: [] for k in rows_cols}
     if plan.strategy == "unfused":
         for kern in plan.kernels:
             t = kern.tiles
-            if kern.op == "gemm0":
-                shapes["A"].append((t.block_m, t.block_k))
-                for b in ("B", "Bg", "Bu"):
-                    shapes[b].append((t.block_k, t.block_n))
-                shapes["C"].append((t.block_m, t.block_n))
-            else:
-                shapes["C"].append((t.block_m, t.block_k))
-                shapes["D"].append((t.block_k, t.block_n))
-                shapes["E"].append((t.block_m, t.block_n))
+            if kern.op.startswith("eltwise:"):
+                ins, out = eltwise_io(kern)
+                for name in [*ins, out]:
+                    shapes[name].append((t.block_m, t.block_n))
+                continue
+            lhs, rhs, out, _ = kernel_io(kern, ch)
+            shapes[lhs].append((t.block_m, t.block_k))
+            for b in rhs:
+                shapes[b].append((t.block_k, t.block_n))
+            shapes[out].append((t.block_m, t.block_n))
     else:
         t = plan.tiles
         cl = plan.cluster
@@ -87,7 +114,8 @@ def l2_priority(plan: Plan) -> dict[str, int]:
     ranked = sorted("ABD", key=lambda t: (-reuse[t], size[t], "ABD".index(t)))
     prio = {t: 10 - i for i, t in enumerate(ranked)}
     prio["Bg"] = prio["Bu"] = prio["B"]
-    prio["C"] = 20
+    for t in INTERMEDIATES:
+        prio[t] = 20
     prio["E"] = 30
     return prio
 
@@ -136,16 +164,10 @@ class GemmCohort(Cohort):
         ch = plan.chain
         t = kernel.tiles
         self.bm, self.bn, self.bk = t.block_m, t.block_n, t.block_k
-        if kernel.op == "gemm0":
-            self.lhs = layouts["A"]
-            self.rhs = [layouts["Bg"], layouts["Bu"]] if ch.gated else [layouts["B"]]
-            self.out = layouts["C"]
-            kred = ch.k
-        else:
-            self.lhs = layouts["C"]
-            self.rhs = [layouts["D"]]
-            self.out = layouts["E"]
-            kred = ch.n
+        lhs, rhs, out, kred = kernel_io(kernel, ch)
+        self.lhs = layouts[lhs]
+        self.rhs = [layouts[b] for b in rhs]
+        self.out = layouts[out]
         tiles = -(-ch.m // self.bm) * -(-self.out.cols // self.bn)
         self.split = max(kernel.grid_blocks // tiles, 1)
         self.k_per_split = -(-kred // self.split)
@@ -181,6 +203,37 @@ class GemmCohort(Cohort):
         else:
             ev = self.mem.store(list(gran.items()), l2_bytes, self.sms)
         yield from self.timed(ev, "store " + self.out.name, "store")
+
+
+class EltwiseCohort(Cohort):
+    """A wave of an element-wise kernel (PyTorch's activation / gating multiply): each block reads
+    its block_m x block_n chunk of every input and writes the output chunk; ALU time is negligible
+    next to its memory traffic."""
+
+    def __init__(self, gpu: GPU, plan: Plan, kernel: Kernel, clusters: list[int], slots, order,
+                 layouts: dict[str, TensorLayout]):
+        super().__init__(gpu, kernel, clusters, slots, plan.instruction, plan.chain.dtype)
+        ins, out = eltwise_io(kernel)
+        self.ins = [layouts[t] for t in ins]
+        self.out = layouts[out]
+        self.bm, self.bn = kernel.tiles.block_m, kernel.tiles.block_n
+        self.coords = _counts(order[c][:2] for c in clusters)
+
+    def _chunks(self, layouts: list[TensorLayout]) -> tuple[Granules, int]:
+        gran: dict[Key, int] = {}
+        nbytes = 0
+        for (m, n), count in self.coords:
+            for lay in layouts:
+                nbytes += count * _add(gran, lay.keys(m * self.bm, n * self.bn, self.bm, self.bn))
+        return list(gran.items()), nbytes
+
+    def loads(self) -> Iterator[tuple[Granules, int]]:
+        yield self._chunks(self.ins)
+
+    def consume(self):
+        yield from self.stage_mma(0.0)
+        gran, nbytes = self._chunks([self.out])
+        yield from self.timed(self.mem.store(gran, nbytes, self.sms), "store " + self.out.name, "store")
 
 
 class FusedCohort(Cohort):

@@ -52,6 +52,9 @@ class TensorLayout:
         if self.col_period:
             c0 = c0 % self.col_period
         gr, gc = self.granule_rows, self.granule_cols
+        if (nrows == gr and ncols == gc and not r0 % gr and not c0 % gc and r0 + nrows <= self.rows
+                and c0 + ncols <= (self.col_period or self.cols)):  # the common case: one whole granule
+            return [((self.name, r0 // gr, c0 // gc), nrows * ncols * self.elem_bytes)]
         rmax = min(r0 + nrows, self.rows)
         cmax = min(c0 + ncols, self.col_period or self.cols)
         out: list[tuple[Key, int]] = []
@@ -80,15 +83,20 @@ class L2Cache:
         self.priority = dict(priority or {})
         self._classes: dict[int, OrderedDict[Key, list]] = {}  # priority -> key -> [bytes, dirty]
         self._order: list[int] = []  # priorities present, ascending (eviction order)
+        self._by_name: dict[str, OrderedDict[Key, list]] = {}
         self.used_bytes = 0
         self._ever_written: set[Key] = set()
 
     def _cls(self, key: Key) -> OrderedDict[Key, list]:
+        c = self._by_name.get(key[0])
+        if c is not None:
+            return c
         p = self.priority.get(key[0], 0)
         c = self._classes.get(p)
         if c is None:
             c = self._classes[p] = OrderedDict()
             self._order = sorted(self._classes)
+        self._by_name[key[0]] = c
         return c
 
     def __contains__(self, key: Key) -> bool:
@@ -131,12 +139,15 @@ class L2Cache:
         wb = 0
         mine = self.priority.get(key[0], 0)
         while self.used_bytes + nbytes > self.capacity_bytes:
-            lowest = next(p for p in self._order if self._classes[p])
+            for lowest in self._order:
+                victims = self._classes[lowest]
+                if victims:
+                    break
             if lowest > mine:
                 # only higher-priority lines left: this one would be the next victim, so it
                 # passes through (a dirty one goes straight to HBM)
                 return wb + (nbytes if dirty else 0)
-            _k, (b, d) = self._classes[lowest].popitem(last=False)
+            _k, (b, d) = victims.popitem(last=False)
             self.used_bytes -= b
             if d:
                 wb += b
@@ -202,10 +213,9 @@ class MemorySystem:
         self.bytes["l2_read"] += l2_bytes
         self.bytes["hbm_read"] += miss
         l2_ev = self.l2.transfer(l2_bytes, weight=1.0, cap_bytes_per_ns=self._cap(sms))
-        latency = self.hw.hbm_latency_ns if miss else self.hw.l2_latency_ns
         if miss:
-            return self.env.process(self._after(self.env.all_of([l2_ev, self.hbm.transfer(miss)]), latency))
-        return self.env.process(self._after(l2_ev, latency))
+            return self._after(self.env.all_of([l2_ev, self.hbm.transfer(miss)]), self.hw.hbm_latency_ns)
+        return self._after(l2_ev, self.hw.l2_latency_ns)
 
     def store(self, granules: Iterable[tuple[Key, int]], l2_bytes: int, sms: int) -> simpy.Event:
         """Whole-tile stores into L2 (write-allocate, write-back)."""
@@ -215,7 +225,7 @@ class MemorySystem:
         self._writeback(wb)
         self.bytes["l2_write"] += l2_bytes
         ev = self.l2.transfer(l2_bytes, weight=1.0, cap_bytes_per_ns=self._cap(sms))
-        return self.env.process(self._after(ev, self.hw.l2_latency_ns))
+        return self._after(ev, self.hw.l2_latency_ns)
 
     def atomic_add(self, granules: Iterable[tuple[Key, int]], l2_bytes: int, sms: int) -> simpy.Event:
         """Reductions performed by L2 (red.global / cp.reduce.async.bulk add)."""
@@ -231,7 +241,7 @@ class MemorySystem:
         evs = [self.l2.transfer(l2_bytes, weight=1.0, cap_bytes_per_ns=self._cap(sms))]
         if fetch:
             evs.append(self.hbm.transfer(fetch))
-        return self.env.process(self._after(self.env.all_of(evs), self.hw.l2_latency_ns))
+        return self._after(self.env.all_of(evs), self.hw.l2_latency_ns)
 
     def flush(self, outputs: Iterable[str], dead: Iterable[str]) -> simpy.Event:
         """End of the plan: outputs' dirty bytes go to HBM, dead intermediates are dropped.
@@ -245,6 +255,14 @@ class MemorySystem:
         self.hbm.background(drain)
         return self.hbm.drained()
 
-    def _after(self, ev: simpy.Event, latency_ns: float):
-        yield ev
-        yield self.env.timeout(latency_ns)
+    def _after(self, ev: simpy.Event, latency_ns: float) -> simpy.Event:
+        """An event that fires `latency_ns` after `ev` (the pipe's fill time after its last byte).
+        Callbacks, not a process: this is on the path of every load."""
+        done = self.env.event()
+        env = self.env
+
+        def fire(_e: simpy.Event) -> None:
+            env.timeout(latency_ns).callbacks.append(lambda _t: done.succeed())
+
+        ev.callbacks.append(fire)
+        return done

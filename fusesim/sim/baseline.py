@@ -1,0 +1,58 @@
+"""The chain PyTorch actually runs, built from an unfused Plan, for comparison with measurements.
+
+The `unfused` strategy fuses the activation (and the gating multiply) into GEMM0's epilogue, as
+cuBLASLt / torch.compile would: 2 kernels. Eager PyTorch, which the measured baselines in
+results/h200/ ran (fusesim/gpu/baseline.py), launches more:
+* ffn / conv_chain: act(A @ B) @ D -> GEMM, activation kernel, GEMM (3 kernels);
+* gated_ffn: (silu(A @ Bg) * (A @ Bu)) @ D -> GEMM, GEMM, silu, multiply, GEMM (5 kernels);
+* gemm_chain (no activation): 2 kernels, the plan itself.
+The GEMMs keep the plan's tiles; element-wise kernels move 16 KiB of output per 256-thread block.
+Every extra kernel pays the same launch overhead and kernel gap as any other (hardware YAML).
+"""
+
+from __future__ import annotations
+
+from fusesim.hardware import Hardware
+from fusesim.plan import Kernel, Plan, Tiles
+from fusesim.sim.engine import SimResult, simulate
+
+ELTWISE_BYTES_PER_BLOCK = 16384
+ELTWISE_THREADS = 256
+
+
+def _eltwise(plan: Plan, op: str, name: str) -> Kernel:
+    ch = plan.chain
+    bn = min(ch.n, max(ELTWISE_BYTES_PER_BLOCK // ch.dtype_bytes, 1))
+    bm = max(ELTWISE_BYTES_PER_BLOCK // (bn * ch.dtype_bytes), 1)
+    grid = -(-ch.m // bm) * -(-ch.n // bn)
+    return Kernel(name=name, op=op, grid_blocks=grid, cluster_size=1, threads=ELTWISE_THREADS,
+                  smem_bytes=0, tiles=Tiles(bm, bn, 0), stages=1, regs_per_thread=32)
+
+
+def torch_chain_plan(plan: Plan) -> Plan:
+    """The eager-PyTorch kernel sequence for the unfused `plan`'s chain (same GEMM tiles)."""
+    if plan.strategy != "unfused":
+        raise ValueError("torch_chain_plan needs an unfused plan")
+    ch = plan.chain
+    g0, g1 = plan.kernels[0], plan.kernels[-1]
+    if ch.gated:
+        eb = ch.dtype_bytes
+        t = g0.tiles
+        single_smem = plan.stages * (t.block_m * t.block_k + t.block_k * t.block_n) * eb
+        gate = Kernel(f"{ch.case_id}_mm_gate", "gemm:A*Bg->G", g0.grid_blocks, 1, g0.threads,
+                      min(g0.smem_bytes, single_smem), t, g0.stages, g0.regs_per_thread)
+        up = Kernel(f"{ch.case_id}_mm_up", "gemm:A*Bu->U", g0.grid_blocks, 1, g0.threads,
+                    min(g0.smem_bytes, single_smem), t, g0.stages, g0.regs_per_thread)
+        kernels = (gate, up, _eltwise(plan, "eltwise:G->S", f"{ch.case_id}_silu"),
+                   _eltwise(plan, "eltwise:S,U->C", f"{ch.case_id}_mul"), g1)
+    elif ch.activation != "none":
+        mm = Kernel(f"{ch.case_id}_mm0", "gemm:A*B->C", g0.grid_blocks, 1, g0.threads, g0.smem_bytes,
+                    g0.tiles, g0.stages, g0.regs_per_thread)
+        kernels = (mm, _eltwise(plan, "eltwise:C->C", f"{ch.case_id}_{ch.activation}"), g1)
+    else:
+        kernels = plan.kernels
+    return plan.with_(kernels=kernels, notes=(*plan.notes, "eager PyTorch kernel sequence (fusesim.sim.baseline)"))
+
+
+def simulate_torch_chain(plan: Plan, hw: Hardware, trace: bool = False) -> SimResult:
+    return simulate(torch_chain_plan(plan), hw, trace=trace)
