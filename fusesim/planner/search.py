@@ -95,7 +95,8 @@ def _families(hw: Hardware) -> list[str]:
 
 # ---- fused candidates ----------------------------------------------------------------------------
 def _divisors(q: int) -> list[int]:
-    return [d for d in range(1, q + 1) if q % d == 0]
+    small = [d for d in range(1, int(q**0.5) + 1) if q % d == 0]
+    return sorted(set(small + [q // d for d in small]))
 
 
 def fused_candidates(chain: Chain, hw: Hardware, mask: np.ndarray, clusters: np.ndarray,
@@ -131,10 +132,11 @@ def fused_candidates(chain: Chain, hw: Hardware, mask: np.ndarray, clusters: np.
     shuffle = rows["cl"] // rows["ck"]
     seq_flag = rows["mode"] == MODE_SEQUENTIAL
     rows["threads"] = threads_for(chain, hw, rows["bm"], rows["bn"], rows["bl"], seq_flag)
+    # stages is a search dimension: a deeper ring hides more latency but costs occupancy
     per_stage = []
-    for st in range(2, MAX_FUSED_STAGES + 1):  # stages is a search dimension: deeper hides latency,
-        fits = (fused_smem_bytes(rows["bm"], rows["bn"], rows["bk"], rows["bl"], rows["ck"], shuffle, st,  # but
-                                 seq_flag) <= hw.smem_per_block_bytes) & (rows["threads"] > 0)  # costs occupancy
+    for st in range(2, MAX_FUSED_STAGES + 1):
+        fits = (fused_smem_bytes(rows["bm"], rows["bn"], rows["bk"], rows["bl"], rows["ck"], shuffle, st,
+                                 seq_flag) <= hw.smem_per_block_bytes) & (rows["threads"] > 0)
         sub = {k: v[fits] for k, v in rows.items()}
         sub["stages"] = np.full(int(fits.sum()), st, dtype=np.int64)
         per_stage.append(sub)
