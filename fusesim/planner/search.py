@@ -177,11 +177,11 @@ def _gemm_options(rows: int, cols: int, red: int, gated: bool, hw: Hardware) -> 
     for bm in (16, 32, 64, 128, 256):
         if bm > max(m16, 16) or (bm < 64 and m16 >= 4096):
             continue
-        for bn in (16, 32, 64, 128, 256):
+        for bn in range(16, 257, 16):  # every 16-multiple dividing the output width (odd N/L too)
             if cols % bn:
                 continue
-            for bk in (32, 64, 16):
-                if red % bk or bk > 256:
+            for bk in (32, 64, 16, 48):
+                if red % bk:
                     continue
                 fits = [t for t in ((256, 128) if bm * bn >= 64 * 128 else THREAD_CHOICES)
                         if t <= hw.max_threads_per_block and regs_fit(gemm_regs_per_thread(bm, bn, t, gated), t, hw)]
