@@ -249,10 +249,12 @@ dims16 = st.integers(1, 96).map(lambda x: 16 * x)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(m=st.integers(1, 700), n=dims16, k=dims16, l=dims16, gated=st.booleans(),
        max_cluster=st.sampled_from([1, 2, 4, 8, 16]), smem=st.sampled_from([65536, 166912, 232448]),
-       regs=st.sampled_from([32768, 65536]))
+       regs=st.sampled_from([32768, 65536]), base=st.sampled_from(["h100_sxm", "h200", "a100_sxm"]))
 def test_property_emitted_plans_fit(m: int, n: int, k: int, l: int, gated: bool,  # noqa: E741
-                                    max_cluster: int, smem: int, regs: int) -> None:
-    hw = hw_variant(max_cluster=max_cluster, smem_per_block_bytes=smem, registers_per_sm=regs)
+                                    max_cluster: int, smem: int, regs: int, base: str) -> None:
+    if base == "a100_sxm":
+        max_cluster, smem = 1, min(smem, 166912)
+    hw = hw_variant(base, max_cluster=max_cluster, smem_per_block_bytes=smem, registers_per_sm=regs)
     res = plan_case(chain(m, n, k, l, gated, cid="p"), hw, top_k=2)
     for plans in res.plans.values():
         for sp in plans:
@@ -326,6 +328,20 @@ def test_require_buildable_and_capability() -> None:
             assert sp.plan.buildable and cap.can_build(sp.plan)[0]
             if sp.plan.strategy != "unfused":
                 assert sp.plan.kernels[0].smem_bytes == cap.fused_layout(sp.plan).total
+
+
+def test_without_code_generator_plans_are_marked_not_removed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "fusesim.capability", None)  # import raises ImportError
+    hw = load_hardware(ROOT / "hw_configs/h100_sxm.yaml")
+    ch = chain(128, 1536, 384, 384, cid="nocodegen")
+    res = plan_case(ch, hw)
+    for s in ("unfused", "smem", "dsm"):
+        sp = res.plans[s][0]
+        assert not sp.plan.buildable and "no code generator" in sp.plan.notes[0]
+    strict = plan_case(ch, hw, require_buildable=True)
+    assert not strict.plans and "no code generator" in strict.infeasible["dsm"]
 
 
 # ---- CLI ----------------------------------------------------------------------------------------
