@@ -70,8 +70,14 @@ def _rules_table(entries: list[dict[str, Any]], hw_name: str) -> str:
     names = [n for n, _ in entries[0]["search"]["after_rule"]]
     short = ["1 tiles", "2 cluster", "3 K inner", "4 L temporal", "5 capacity", "executable"]
     headers = ["case", "candidates"] + [short[i] if i < len(short) else n for i, n in enumerate(names)] + ["scored", "s"]
-    rows = [[e["case"], f"{e['search']['candidates']:.3g}"] + [f"{c:.3g}" for _, c in e["search"]["after_rule"]]
-            + [e["search"]["evaluated"], e["search"]["seconds"]] for e in entries]
+    rows = []
+    for e in entries:
+        prev, cells = e["search"]["candidates"], []
+        for _, c in e["search"]["after_rule"]:
+            cells.append(f"{c:.3g} (-{100 * (1 - c / prev):.0f}%)" if prev else "0")
+            prev = c
+        rows.append([e["case"], f"{e['search']['candidates']:.3g}"] + cells
+                    + [e["search"]["evaluated"], e["search"]["seconds"]])
     legend = "; ".join(names)
     return table(headers, rows, title=f"Candidates and survivors after each pruning rule (Table III) on {hw_name}\n"
                                       f"rules: {legend}")
