@@ -76,26 +76,54 @@ def _divisors(x: int) -> list[int]:
     return [d for d in range(1, x + 1) if x % d == 0]
 
 
+# clusters resident at once on an H200 by cluster size, 1 and 2 blocks per SM (reference/hopper.md)
+ACTIVE_CLUSTERS = {1: {1: 132, 2: 66, 4: 30, 8: 15, 16: 7}, 2: {1: 264, 2: 132, 4: 62, 8: 30, 16: 14}}
+SM_RATE_FLOP_PER_US = 3.0e6  # mma.sync bf16 per SM at ~63% of 4.7 TFLOP/s (guess for ranking)
+L2_BYTES_PER_US = 5.5e6
+HBM_BYTES_PER_US = 4.0e6
+
+
+def _kernel_us(flops: float, l2_bytes: float, hbm_bytes: float, blocks: int, cs: int, smem: int) -> float:
+    per_sm = 2 if smem <= 113 * 1024 else 1
+    cap = ACTIVE_CLUSTERS[per_sm].get(cs, 1) * cs
+    waves = -(-blocks // cap)
+    per_block = flops / blocks
+    compute = waves * per_block / (SM_RATE_FLOP_PER_US / per_sm)
+    return max(compute, l2_bytes / L2_BYTES_PER_US, hbm_bytes / HBM_BYTES_PER_US)
+
+
 def rough_time_us(plan: Plan, sms: int = 132) -> float:
-    """A crude ranking score in us (not the planner's cost model): weight streaming vs mma.sync
-    tensor time over the busy SMs, plus cluster barriers and launches."""
+    """A crude ranking score in us, used only to pick which hand plans to build and time (the
+    planner's cost model is fusesim.planner's): mma.sync tensor time over resident blocks with
+    wave quantization by cluster residency, L2->SM and HBM streaming, cluster barriers, launches."""
     ch = plan.chain
-    weights = ch.b_bytes + ch.d_bytes
-    rate = 350e6 / sms  # FLOP per us per SM that mma.sync kernels of this kind reach (guess)
+    eb = ch.dtype_bytes
+    nb = 2 if ch.gated else 1
     if plan.strategy == "unfused":
         k0, k1 = plan.kernels
-        t0 = max(ch.b_bytes / 3.0e6, ch.gemm0_flops / (min(k0.grid_blocks, sms) * rate))
-        t1 = max(ch.d_bytes / 3.0e6, ch.gemm1_flops / (min(k1.grid_blocks, sms) * rate))
-        return t0 + t1 + 2 * ch.c_bytes / 5.0e6 + 4.0
-    kern = plan.kernels[0]
-    blocks = kern.grid_blocks
-    per_sm = 2 if kern.smem_bytes <= 113 * 1024 else 1
-    waves = -(-blocks // (sms * per_sm))
-    busy = min(blocks, sms)
-    mem = weights / 3.0e6 * (1 + 0.15 * (plan.grid_m * plan.cluster.m - 1))
-    comp = ch.flops / (busy * rate) * (waves * min(blocks, sms * per_sm) / blocks if blocks else 1)
-    syncs = plan.n_passes * (1 + plan.cluster.shuffle) * 0.3 if plan.cluster.size > 1 else 0.0
-    return max(mem, comp) + syncs + 2.0
+        t = k0.tiles
+        mp = -(-ch.m // t.block_m) * t.block_m
+        l2_0 = (ch.n // t.block_n) * mp * ch.k * eb + -(-ch.m // t.block_m) * ch.k * ch.n * eb * nb
+        u0 = _kernel_us(2 * mp * ch.n * ch.k * nb, l2_0, ch.b_bytes + ch.a_bytes + ch.c_bytes, k0.grid_blocks, 1,
+                        k0.smem_bytes)
+        t1 = k1.tiles
+        mp1 = -(-ch.m // t1.block_m) * t1.block_m
+        l2_1 = (ch.l // t1.block_n) * mp1 * ch.n * eb + -(-ch.m // t1.block_m) * ch.n * ch.l * eb
+        u1 = _kernel_us(2 * mp1 * ch.l * ch.n, l2_1, ch.d_bytes + ch.c_bytes + ch.e_bytes, k1.grid_blocks, 1,
+                        k1.smem_bytes)
+        return u0 + u1 + 5.0
+    kern, c, t = plan.kernels[0], plan.cluster, plan.tiles
+    mp = plan.grid_m * c.m * t.block_m
+    kslice = ch.k if plan.gated_mode == "mul_exchange" else ch.k // c.k
+    per_block_l2 = plan.n_passes * ((t.block_m * kslice + kslice * t.block_n * (2 if plan.gated_mode == "sequential" else 1))
+                                    + c.shuffle * t.block_n * t.block_l) * eb
+    flops = 2 * mp * ch.n * ch.k * nb + 2 * mp * ch.n * ch.l
+    hbm = ch.min_bytes
+    u = _kernel_us(flops, per_block_l2 * kern.grid_blocks, hbm, kern.grid_blocks, c.size, kern.smem_bytes)
+    syncs = plan.n_passes * ((c.shuffle if c.shuffle > 1 else 0) + (1 if c.k > 1 else 0)) * 0.4
+    syncs += 0.8 if c.reduce > 1 else 0.0
+    syncs += 1.5 if plan.n_split > 1 else 0.0
+    return u + syncs + 3.0
 
 
 def candidates(ch: Chain, per_strategy: int = 3, sms: int = 132) -> dict[str, list[Plan]]:
@@ -132,13 +160,15 @@ def candidates(ch: Chain, per_strategy: int = 3, sms: int = 132) -> dict[str, li
                     for ns in _divisors(chunks):
                         grid_m = -(-ch.m // (cm * bm))
                         blocks = grid_m * ns * cs.size
-                        if blocks > 2 * sms or (blocks < sms // 2 and ns != chunks):
+                        if blocks > 4 * sms or (blocks < sms // 2 and ns != chunks):
                             continue
                         for thr in (256, 128):
-                            p = fused(ch, cs, bm, bn, bk, n_split=ns, stages=3, threads=thr, gated_mode=gm)
-                            if p.buildable:
-                                out[p.strategy].append(p)
+                            for stg in (3, 4):
+                                p = fused(ch, cs, bm, bn, bk, n_split=ns, stages=stg, threads=thr, gated_mode=gm)
+                                if p.buildable:
+                                    out[p.strategy].append(p)
     for k, plans in out.items():
-        plans.sort(key=rough_time_us)
-        out[k] = plans[:per_strategy]
+        uniq = {p.to_json(): p for p in plans}
+        ranked = sorted(uniq.values(), key=rough_time_us)
+        out[k] = ranked[:per_strategy]
     return out

@@ -123,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("workloads", nargs="+")
     p.add_argument("--reps", type=int, default=100)
+    p.add_argument("--flush", default="read", choices=("read", "write"))
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
     import torch
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     from fusesim.gpu.timing import L2Flusher
 
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = True
-    flush = L2Flusher()
+    flush = L2Flusher(args.flush)
     env = environment()
     rows = []
     for wl in args.workloads:
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"  graph q/s {r['graph']['queued_median_us']:8.1f} {r['graph']['sync_median_us']:8.1f} us",
                   flush=True)
     doc = {"what": "PyTorch unfused chain baselines, bf16, L2 flushed before every launch (fusesim/gpu/timing.py)",
-           "env": env, "reps": args.reps, "cases": rows}
+           "flush": flush.method, "env": env, "reps": args.reps, "cases": rows}
     Path(args.out).write_text(json.dumps(doc, indent=2))
     return 0
 

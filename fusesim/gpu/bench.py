@@ -108,7 +108,7 @@ def run_case(ch: Chain, entries: list[dict[str, Any]], reps: int, seed: int, tor
         print(f"  {ch.case_id:6s} {plan.strategy:7s} {row['summary'][:70]:70s} ok={v.get('ok')} "
               f"err={v.get('rel_err', float('nan')):.2e} t={t.get('queued_median_us', float('nan')):8.2f} us"
               f"{' ' + (row.get('run_error') or row.get('build_error') or '')[:80]}", flush=True)
-    out: dict[str, Any] = {"case": ch.case_id, "chain": ch.to_dict(), "plans": rows}
+    out: dict[str, Any] = {"case": ch.case_id, "chain": ch.to_dict(), "flush": flush.method, "plans": rows}
     if torch_baseline:
         conv = None if ch.conv is None else {"batch": ch.conv.batch, "h": ch.conv.h, "w": ch.conv.w,
                                               "ic": ch.conv.ic, "k1": ch.conv.k1}

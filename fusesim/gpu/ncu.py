@@ -79,5 +79,25 @@ def _launch_once(so: str, chain_json: str) -> int:
     return 0
 
 
+def _from_bench(bench_json: str, cases: list[str], out: str, work: Path) -> int:
+    """ncu the best verified plan of `cases` in a bench JSON (same machine: the .so paths exist)."""
+    doc = json.loads(Path(bench_json).read_text())
+    rows = []
+    work.mkdir(parents=True, exist_ok=True)
+    for c in doc["cases"]:
+        if c["case"] in cases:
+            ncu_best(c, work)
+            for r in c["plans"]:
+                if "ncu" in r:
+                    rows.append({"case": c["case"], "strategy": r["strategy"], "summary": r["summary"],
+                                 "time_us": r["time"]["queued_median_us"], "ncu": r["ncu"]})
+                    print(c["case"], r["strategy"], {k: v for k, v in r["ncu"].items() if k != "kernels"}, flush=True)
+    Path(out).write_text(json.dumps({"what": "Nsight Compute traffic of the best plan per case (cold L2)",
+                                     "rows": rows}, indent=1))
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "--from":
+        sys.exit(_from_bench(sys.argv[2], sys.argv[3].split(","), sys.argv[4], Path("/tmp/ncu_work")))
     sys.exit(_launch_once(sys.argv[1], sys.argv[2]))

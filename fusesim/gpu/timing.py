@@ -1,4 +1,4 @@
-"""Timing with CUDA events, L2 flushed before every launch.
+"""Timing with CUDA events, L2 flushed (by reading 2.5x its size) before every launch.
 
 Two modes, both recorded, because small chains are decided by launch cost:
 * ``queued``: flush L2, record the start event and launch at once; the host enqueues while the
@@ -15,18 +15,33 @@ from typing import Any
 
 
 class L2Flusher:
-    """Writes a buffer of 2.5x the L2 size: evicts every line of the previous launch."""
+    """Evicts L2 before each timed launch with a buffer of 2.5x the L2 size.
 
-    def __init__(self) -> None:
+    kind "read" (default) sums the buffer: L2 is left full of *clean* lines of an unrelated
+    buffer, so the timed launch finds none of its data and pays no write-back for the flush.
+    kind "write" fills it: L2 is left full of dirty lines that the timed launch must write back
+    (the method of the first baseline run, kept to compare the two)."""
+
+    def __init__(self, kind: str = "read") -> None:
         import torch
 
+        if kind not in ("read", "write"):
+            raise ValueError(kind)
+        self.kind = kind
+        self.method = f"{kind} 2.5x L2 before every launch"
         l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or (60 << 20)
-        self.buf = torch.empty(int(l2 * 2.5) // 4, dtype=torch.float32, device="cuda")
-        self.value = 0.0
+        self.buf = torch.ones(int(l2 * 2.5) // 4, dtype=torch.float32, device="cuda")
+        self.sink = torch.empty((), dtype=torch.float32, device="cuda")
+        self.value = 1.0
 
     def __call__(self) -> None:
-        self.value += 1.0
-        self.buf.fill_(self.value)
+        import torch
+
+        if self.kind == "read":
+            torch.sum(self.buf, dim=0, out=self.sink)
+        else:
+            self.value += 1.0
+            self.buf.fill_(self.value)
 
 
 def time_fn(fn: Callable[[], Any], flush: L2Flusher, reps: int = 60, warmup: int = 5) -> dict[str, float]:
