@@ -90,7 +90,11 @@ def make_raw(layout: list[int] = LAYOUT) -> dict[str, Any]:
             "mma": {"bf16": {"tflops_median": 650.0}, "fp16": {"tflops_median": 655.0}, "method": "mma"},
             "wgmma": {"bf16": {"tflops_median": 900.0}, "fp16": {"tflops_median": 905.0}, "method": "wgmma"},
             "launch": {"grid_1": {"single_event_us_median": 2.5, "stream_back_to_back_us_median": 2.1,
-                                  "graph_back_to_back_us_median": 1.1}},
+                                  "graph_back_to_back_us_median": 1.1},
+                       "grid_528": {"single_event_us_median": 5.0, "stream_back_to_back_us_median": 3.7,
+                                    "graph_back_to_back_us_median": 0.8,
+                                    "queued": {"overhead_us_median": 1.9, "span_us_median": 0.5, "gap_us_median": 0.45,
+                                               "gap_us_mean": 0.47, "gap_with_event_between_us_median": 0.6}}},
         },
         "torch_matmul": {"n": 8192, "bfloat16": {"tflops_median": 780.0}},
         "ncu": {"checks": [{"what": "smem ld.shared.v4", "metrics": {
@@ -126,7 +130,7 @@ def test_from_conversion_writes_valid_hardware_with_provenance(tmp_path: Path) -
     assert loaded.cluster_barrier_ns[16] == 116.0
     assert loaded.gpc_sm_counts == LAYOUT
     assert loaded.tensor_tflops["wgmma"].bf16 == 900.0
-    assert loaded.kernel_gap_us == 1.1
+    assert loaded.kernel_gap_us == 0.45 and loaded.launch_overhead_us == 1.9  # queued, largest grid
     # every measured field's provenance names GPU, driver, CUDA, date and command
     for name in d.values:
         p = loaded.provenance[name]

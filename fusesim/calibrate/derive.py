@@ -230,9 +230,13 @@ def derive(raw: dict[str, Any]) -> Derived:
             counts = ", ".join(f"cs{k} {v}" for k, v in sorted(c1.items()))
             counts2 = ", ".join(f"cs{k} {v}" for k, v in sorted(c2.items()))
             mm2 = gpc_info.get("final_mismatch_2_blocks_per_sm") or {}
+            small = [c for c in gpc_info.get("components_sm_ids", []) if len(c) <= 2]
+            lone = (f"; {len(small)} group(s) of <= 2 SMs (SMs {', '.join('/'.join(map(str, c)) for c in small)}) never shared "
+                    "a cluster with any other SM in any launch, so they are listed as their own placement groups "
+                    "(the vendor's 8 GPCs presumably hold them, but cluster placement does not combine them)") if small else ""
             d.put("gpc_sm_counts", layout,
                   f"GPC membership from %smid of blocks sharing a cluster (clusters of 16/8/4/2, union of co-resident SMs: "
-                  f"{gpc_info['union_layout']}); {gpc_info['chosen_by']}; cudaOccupancyMaxActiveClusters 1 block/SM: {counts}"
+                  f"{gpc_info['union_layout']}){lone}; {gpc_info['chosen_by']}; cudaOccupancyMaxActiveClusters 1 block/SM: {counts}"
                   + (f"; 2 blocks/SM: {counts2}" if counts2 else "")
                   + (f" (the per-GPC floor model predicts {', '.join(f'cs{k} {v[0]}' for k, v in mm2.items())} there)" if mm2 else ""))
             if gpc_info.get("final_mismatch_1_block_per_sm"):
@@ -300,10 +304,18 @@ def derive(raw: dict[str, Any]) -> Derived:
     hbm = _group(raw, "hbm")
     if hbm:
         bw = hbm.get("bandwidth", {})
-        if _positive(bw.get("copy_gbps_median")):
-            d.put("hbm_bandwidth_gbps", _r(bw["copy_gbps_median"], 0),
-                  f"{bw['method']} (read-only {bw['read_gbps_median']:.0f}, write-only {bw['write_gbps_median']:.0f}, "
-                  f"cudaMemcpy D2D {bw['memcpy_d2d_gbps_median']:.0f} GB/s)")
+        cands = {"copy kernel 256 threads x 4 uint4, 8 blocks/SM": bw.get("copy_gbps_median"),
+                 f"copy kernel variant {bw.get('copy_best_variant')}": bw.get("copy_best_gbps"),
+                 "cudaMemcpyAsync device-to-device": bw.get("memcpy_d2d_gbps_median")}
+        cands = {k: v for k, v in cands.items() if _positive(v)}
+        if cands:
+            best = max(cands, key=lambda k: cands[k])
+            variants = bw.get("copy_variants", {})
+            d.put("hbm_bandwidth_gbps", _r(cands[best], 0),
+                  f"{bw['method']}; the best copy, read + written bytes counted: {best} "
+                  f"(all: {', '.join(f'{k} {v:.0f}' for k, v in cands.items())}; kernel variants threads/unroll/blocks per SM: "
+                  f"{', '.join(f'{k} {v:.0f}' for k, v in variants.items())}); read-only {bw['read_gbps_median']:.0f}, "
+                  f"write-only {bw['write_gbps_median']:.0f} GB/s")
         lt = hbm.get("latency", {})
         c16, c1g = lt.get("cold_16mib", {}), lt.get("cold_1gib", {})
         if _positive(c16.get("ns_median")):
@@ -317,7 +329,8 @@ def derive(raw: dict[str, Any]) -> Derived:
         g = _group(raw, grp)
         if g and _positive(g.get("bf16", {}).get("tflops_median")) and _positive(g.get("fp16", {}).get("tflops_median")):
             tens[fam] = {"bf16": _r(g["bf16"]["tflops_median"]), "fp16": _r(g["fp16"]["tflops_median"])}
-            hows.append(f"{fam}: {g['method']}")
+            clk = [f"{dt} {g[dt]['sm_clock_mhz_last_rep']:.0f}" for dt in ("bf16", "fp16") if "sm_clock_mhz_last_rep" in g[dt]]
+            hows.append(f"{fam}: {g['method']}" + (f" (SM clock during, MHz: {', '.join(clk)})" if clk else ""))
     tm = raw.get("torch_matmul", {})
     if isinstance(tm, dict) and "bfloat16" in tm:
         hows.append(f"library ceiling for comparison: torch bf16 {tm['n']}^3 matmul {tm['bfloat16']['tflops_median']:.0f} TFLOP/s "
@@ -326,7 +339,26 @@ def derive(raw: dict[str, Any]) -> Derived:
         d.put("tensor_tflops", tens, "; ".join(hows))
 
     launch = _group(raw, "launch")
-    if launch:
+    grids = sorted((int(k[5:]), v) for k, v in (launch or {}).items() if k.startswith("grid_") and isinstance(v, dict))
+    queued = [(n, v["queued"]) for n, v in grids if isinstance(v.get("queued"), dict)]
+    if queued:
+        n, q = queued[-1]  # the largest grid: real kernels have hundreds of blocks
+        others = "; ".join(
+            f"grid {gn}: queued overhead {v['queued']['overhead_us_median']:.2f}, gap {v['queued']['gap_us_median']:.2f} "
+            f"(mean {v['queued']['gap_us_mean']:.2f}), CUDA-graph back-to-back {v['graph_back_to_back_us_median']:.2f}/kernel, "
+            f"stream back-to-back {v['stream_back_to_back_us_median']:.2f}/kernel (host-bound), events around one launch "
+            f"from idle {v['single_event_us_median']:.2f}"
+            for gn, v in grids if "queued" in v)
+        if _positive(q.get("overhead_us_median")):
+            d.put("launch_overhead_us", _r(q["overhead_us_median"], 2),
+                  f"GPU-side, host queued ahead behind a 60 us spin: CUDA-event time of one empty kernel ({n} blocks of 128 "
+                  f"threads) minus its own first-block-start to last-block-end span (%globaltimer), median of reps; "
+                  f"all in us: {others}")
+        if isinstance(q.get("gap_us_median"), int | float):
+            d.put("kernel_gap_us", _r(max(q["gap_us_median"], 0.0), 2),
+                  f"GPU-side, queued: %globaltimer first block start of a dependent empty kernel ({n} blocks) minus the "
+                  f"previous kernel's last block end, median of reps; all in us: {others}")
+    elif launch:
         g1 = launch.get("grid_1", {})
         if _positive(g1.get("single_event_us_median")):
             d.put("launch_overhead_us", _r(g1["single_event_us_median"], 2),

@@ -116,19 +116,28 @@ def build(build_dir: Path, nvcc: str = "nvcc") -> tuple[Path, str]:
     return binary, out.stderr
 
 
+def _read_result(path: Path, stdout: str) -> dict[str, Any]:
+    """The group's JSON: from the CALIB_OUT file, else the last stdout line (older binaries)."""
+    text = path.read_text() if path.exists() else stdout.strip().splitlines()[-1]
+    return json.loads(text)
+
+
 def run_group(binary: Path, group: str, quick: bool, timeout_s: float = 60) -> dict[str, Any]:
     cmd = [str(binary), group] + (["--quick"] if quick else [])
+    result_file = binary.parent / f"result-{group}.json"
+    result_file.unlink(missing_ok=True)
     t0 = time.monotonic()
     try:
-        out = _run(cmd, timeout_s)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+                             env={**os.environ, "CALIB_OUT": str(result_file)})
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout_s} s", "wall_s": time.monotonic() - t0}
     wall = time.monotonic() - t0
     if out.returncode != 0:
         return {"error": f"exit {out.returncode}: {out.stderr.strip()[-2000:]}", "wall_s": wall}
     try:
-        data = json.loads(out.stdout.strip().splitlines()[-1])
-    except (json.JSONDecodeError, IndexError) as exc:
+        data = _read_result(result_file, out.stdout)
+    except (json.JSONDecodeError, IndexError, OSError) as exc:
         return {"error": f"bad JSON: {exc}: {out.stdout[-500:]}", "wall_s": wall}
     res = data["results"]
     res["wall_s"] = wall
@@ -213,9 +222,12 @@ def run_ncu(binary: Path, work: Path, timeout_s: float = 180) -> dict[str, Any]:
         rep = work / "verify"
         cmd = ["ncu", "--clock-control", "none", "--metrics", ",".join(metrics), "-f", "-o", str(rep),
                str(binary), "verify"]
+        expect_file = work / "verify-expect.json"
+        expect_file.unlink(missing_ok=True)
         t0 = time.monotonic()
         try:
-            out = _run(cmd, timeout_s)
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+                                 env={**os.environ, "CALIB_OUT": str(expect_file)})
         except subprocess.TimeoutExpired:
             return {"error": f"ncu timed out after {timeout_s} s"}
         result["wall_s"] = time.monotonic() - t0
@@ -224,8 +236,8 @@ def run_ncu(binary: Path, work: Path, timeout_s: float = 180) -> dict[str, Any]:
             result["error"] = f"ncu exit {out.returncode}: {out.stderr.strip()[-1500:]}"
             continue
         try:
-            expect = json.loads(out.stdout.strip().splitlines()[-1])["results"]["launches"]
-        except (json.JSONDecodeError, IndexError, KeyError) as exc:
+            expect = _read_result(expect_file, out.stdout)["results"]["launches"]
+        except (json.JSONDecodeError, IndexError, KeyError, OSError) as exc:
             result["error"] = f"verify output unreadable: {exc}: {out.stdout[-800:]}"
             continue
         imp_cmd = ["ncu", "--import", str(rep) + ".ncu-rep", "--csv", "--page", "raw"]
