@@ -24,6 +24,8 @@ from fusesim.sim.fluid import FluidServer
 from fusesim.sim.memory import MemorySystem
 from fusesim.sim.trace import TraceRecorder
 
+PHASE = object()  # yielded by Cohort.loads() between software pipelines
+
 
 class GPU:
     """SMs grouped in GPCs (uneven sizes from `hw.gpc_sm_counts`), HBM + L2, and the trace."""
@@ -90,6 +92,8 @@ class Cohort:
             self.barrier_ns = self.hw.cluster_barrier_ns[cs]
             gpu.dsm_link_bytes_per_ns = max(gpu.dsm_link_bytes_per_ns, link)
         self.stages = max(kernel.stages, 1)
+        self.window = max(self.stages - 1, 1)  # loads in flight ahead of the MMAs
+        self._blocked = False
         self._pending: deque[simpy.Event] = deque()
         self._loads: Iterator[tuple[list, int]] | None = None
         self.trace = gpu.trace
@@ -104,19 +108,32 @@ class Cohort:
 
     def run(self):
         self._loads = iter(self.loads())
-        for _ in range(self.stages):  # the producer fills every stage at once
-            self._issue()
+        self.next_phase()
         yield from self.consume()
 
-    def _issue(self) -> None:
-        """The producer warp: a freed SMEM stage is refilled at once with the next TMA load.
+    def next_phase(self) -> None:
+        """Start a software pipeline: the prologue puts `stages - 1` loads in flight.
 
-        The producer is not a separate process: it only ever acts when a stage frees (at the end
-        of an MMA) or at the start, so doing its work right there is the same schedule with
-        fewer events."""
+        `loads()` yields PHASE between pipelines: the generated kernels run one cp.async pipeline
+        per GEMM0 chunk and per GEMM1 (slice, E sub-tile), so the producer never prefetches across
+        that boundary and every phase pays its own fill latency."""
+        self._blocked = False
+        for _ in range(self.window):
+            self._issue()
+
+    def _issue(self) -> None:
+        """Issue the next load of the current pipeline (nothing at a PHASE boundary).
+
+        The producer is not a separate process: it acts only at a phase start or when a stage
+        frees, so doing its work right there is the same schedule with fewer events."""
         assert self._loads is not None
+        if self._blocked:
+            return
         nxt = next(self._loads, None)
         if nxt is None:
+            return
+        if nxt is PHASE:
+            self._blocked = True
             return
         granules, l2_bytes = nxt
         start = self.env.now
@@ -127,32 +144,40 @@ class Cohort:
 
     # ---- building blocks for consume() --------------------------------------------------------
     def stage_mma(self, flops_per_block: float):
-        """Wait for the next SMEM stage, run its MMAs at this cohort's share of the tensor cores, free it."""
+        """Wait for the next SMEM stage, refill the stage freed by the previous MMA (load t+S-1,
+        as the generated pipeline does), run this stage's MMAs at the cohort's share of the
+        tensor cores."""
         ev = self._pending.popleft()
         if not ev.processed:
             yield ev
+        if self.stages > 1:
+            self._issue()
         start = self.env.now
         self.gpu.flops += flops_per_block * self.blocks
         yield self.env.timeout(flops_per_block * self.blocks / (self.sm_flops_per_ns * self.sms))
-        self._issue()
+        if self.stages == 1:  # a single buffer is refilled only after its MMAs
+            self._issue()
         if self.trace is not None:
             self.trace.span(self.sm_ids, "mma", "mma", start, self.env.now)
 
-    def dsm_push(self, bytes_per_block: float) -> simpy.Event:
-        """Push-style remote stores (st.async / cp.async.bulk) on each SM's DSM link."""
+    def dsm_push(self, bytes_per_block: float, pull: bool = False) -> simpy.Event:
+        """Remote SMEM traffic on each SM's DSM link: pushes (st.shared::cluster) at the push
+        bandwidth, or pulls (ld.shared::cluster) capped at the lower pull bandwidth."""
         total = bytes_per_block * self.blocks
         self.gpu.dsm_bytes += total
         assert self.dsm is not None
-        return self.dsm.transfer(total)
+        cap = self.hw.dsm_bandwidth_gbps(self.cluster_size, push=False) * self.sms if pull else float("inf")
+        return self.dsm.transfer(total, cap_bytes_per_ns=cap)
 
-    def dsm_step(self, name: str, bytes_per_block: float):
-        """A synchronous exchange: push, then the mbarrier wait for the peers' data (one DSM latency:
-        the peers are in lock-step, so their bytes land when ours do)."""
-        start = self.env.now
+    def dsm_step(self, name: str, bytes_per_block: float, pull: bool = False):
+        """One dsm_comm round as the generated kernel runs it: remote stores (or loads), the last
+        byte lands one DSM latency later, then the cluster barrier (arrive.release / wait.acquire)
+        that publishes it. Peers run in lock-step, so their bytes land when ours do."""
         if self.dsm is None or bytes_per_block <= 0:
             return
-        yield self.dsm_push(bytes_per_block)
-        yield self.env.timeout(self.dsm_latency_ns)
+        start = self.env.now
+        yield self.dsm_push(bytes_per_block, pull)
+        yield self.env.timeout(self.dsm_latency_ns + self.barrier_ns)
         if self.trace is not None:
             self.trace.span(self.sm_ids, name, "exchange", start, self.env.now)
 

@@ -19,7 +19,7 @@ from math import gcd
 
 from fusesim.plan import DsmStep, Kernel, Plan
 from fusesim.sim import params
-from fusesim.sim.gpu import GPU, Cohort
+from fusesim.sim.gpu import GPU, PHASE, Cohort
 from fusesim.sim.memory import Key, TensorLayout
 
 Granules = list[tuple[Key, int]]
@@ -85,7 +85,7 @@ def layouts_for(plan: Plan) -> dict[str, TensorLayout]:
         shapes["A"].append((t.block_m, t.block_k))
         for b in ("B", "Bg", "Bu"):
             shapes[b].append((t.block_k, t.block_n))
-        shapes["D"].append((_d_step_rows(plan), block_l))
+        shapes["D"].append((_d_step_rows(plan), gemm1_sub_l(block_l)))
         shapes["E"].append((t.block_m, max(block_l // cl.reduce, 1)))
     out = {}
     for name, (rows, cols) in rows_cols.items():
@@ -118,6 +118,13 @@ def l2_priority(plan: Plan) -> dict[str, int]:
         prio[t] = 20
     prio["E"] = 30
     return prio
+
+
+def gemm1_sub_l(block_l: int) -> int:
+    """Columns of E the generated fused kernel accumulates in registers at a time during GEMM1
+    (fused.cu.j2's SUBL; same rule as fusesim.planner.footprint.gemm1_sub_l): one cp.async
+    pipeline over the slice's rows per SUBL-wide sub-tile of E."""
+    return next((c for c in (128, 64, 32, 16) if block_l % c == 0), block_l)
 
 
 def _d_step_rows(plan: Plan) -> int:
@@ -179,15 +186,20 @@ class GemmCohort(Cohort):
         bm, bn, bk = self.bm, self.bn, self.bk
         a_rows = _counts((m, s) for m, _n, s in self.coords)
         b_cols = _counts((n, s) for _m, n, s in self.coords)
+        kps = self.k_per_split
+        a_r0 = [m * bm for (m, _s), _c in a_rows]
+        a_cnt = [c for _k, c in a_rows]
+        b_c0 = [n * bn for (n, _s), _c in b_cols]
+        b_cnt = [c for _k, c in b_cols]
         for step in range(self.steps):
-            gran: dict[Key, int] = {}
-            l2_bytes = 0
-            for (m, s), count in a_rows:
-                l2_bytes += count * _add(gran, self.lhs.keys(m * bm, s * self.k_per_split + step * bk, bm, bk))
-            for (n, s), count in b_cols:
-                for r in self.rhs:
-                    l2_bytes += count * _add(gran, r.keys(s * self.k_per_split + step * bk, n * bn, bk, bn))
-            yield list(gran.items()), l2_bytes
+            # distinct tiles -> distinct granules (a granule never spans two tiles of one tensor)
+            gran, l2_bytes = self.lhs.keys_grid(a_r0, [s * kps + step * bk for (_m, s), _c in a_rows], bm, bk, a_cnt)
+            k0s = [s * kps + step * bk for (_n, s), _c in b_cols]
+            for r in self.rhs:
+                g, b = r.keys_grid(k0s, b_c0, bk, bn, b_cnt)
+                gran += g
+                l2_bytes += b
+            yield gran, l2_bytes
 
     def consume(self):
         yield self.env.timeout(params.BLOCK_PROLOGUE_CYCLES * self.hw.cycle_ns)
@@ -257,6 +269,8 @@ class FusedCohort(Cohort):
         self.k_steps = -(-self.k_slice // self.bk)
         self.d_rows = _d_step_rows(plan)
         self.d_steps_per_slice = -(-self.bn // self.d_rows)
+        self.sub_l = gemm1_sub_l(self.bl)
+        self.sub_passes = -(-self.bl // self.sub_l)
         self.n_passes = plan.n_passes
         self.steps: dict[str, list[DsmStep]] = {}
         for s in plan.dsm_comm:
@@ -282,8 +296,9 @@ class FusedCohort(Cohort):
             return ["Bg" if k_j == 0 else "Bu"]
         return ["Bg", "Bu"]
 
-    def loads(self) -> Iterator[tuple[Granules, int]]:
+    def loads(self) -> Iterator[tuple[Granules, int] | object]:
         bm, bn, bk, bl = self.bm, self.bn, self.bk, self.bl
+        sub = self.sub_l
         cl = self.cl
         lay = self.layouts
         mul = self.mode == "mul_exchange"
@@ -291,6 +306,8 @@ class FusedCohort(Cohort):
         # D does not depend on the block's M position: group blocks by (n_c, n_i, k_j)
         nik = _counts((nc, ni, k_j) for _m, nc, ni, k_j in self.blocks_xy)
         for p in range(self.n_passes):
+            if p:
+                yield PHASE
             cols = _counts((self._n_tile(nc, p, ni), k_j) for _m, nc, ni, k_j in self.blocks_xy)
             for step in range(self.k_steps):
                 gran: dict[Key, int] = {}
@@ -304,19 +321,22 @@ class FusedCohort(Cohort):
                         l2_bytes += count * _add(gran, lay[name].keys(k0, n * bn, bk, bn))
                 yield list(gran.items()), l2_bytes
             # GEMM1: block b = n_i*cls_k + k_j is position q = b % cls_l of shuffle group g = b // cls_l;
-            # the group covers slices g*shuffle .. of this chunk, the block the L range q. Each block
-            # starts the ring with its own slice n_i.
+            # the group covers slices g*shuffle .. of this chunk, the block the L range q. At ring
+            # step t a block holds slice (n_i + t) % shuffle of its group (fused.cu.j2's `ring`).
             shuffle = cl.shuffle
-            for t in range(shuffle * self.d_steps_per_slice):
-                gran = {}
-                l2_bytes = 0
-                for (nc, ni, k_j), count in nik:
-                    g, q = divmod(ni * cl.k + k_j, cl.l)
-                    own = ni - g * shuffle
-                    sl = g * shuffle + (own + t // self.d_steps_per_slice) % shuffle
-                    row0 = self._n_tile(nc, p, sl) * bn + (t % self.d_steps_per_slice) * self.d_rows
-                    l2_bytes += count * _add(gran, lay["D"].keys(row0, q * bl, self.d_rows, bl))
-                yield list(gran.items()), l2_bytes
+            for t in range(shuffle):
+                for sl in range(self.sub_passes):
+                    yield PHASE
+                    for tt in range(self.d_steps_per_slice):
+                        gran = {}
+                        l2_bytes = 0
+                        for (nc, ni, k_j), count in nik:
+                            g, q = divmod(ni * cl.k + k_j, cl.l)
+                            own = ni - g * shuffle
+                            slice_n = g * shuffle + (own + t) % shuffle
+                            row0 = self._n_tile(nc, p, slice_n) * bn + tt * self.d_rows
+                            l2_bytes += count * _add(gran, lay["D"].keys(row0, q * bl + sl * sub, self.d_rows, sub))
+                        yield list(gran.items()), l2_bytes
 
     def _per_chunk(self, primitive: str) -> list[list[float]]:
         """Bytes per block of each execution of `primitive`, grouped by N chunk (times spread evenly)."""
@@ -327,40 +347,53 @@ class FusedCohort(Cohort):
         return per
 
     def consume(self):
-        bm, bn, bk, bl = self.bm, self.bn, self.bk, self.bl
+        bm, bn, bk = self.bm, self.bn, self.bk
         yield self.env.timeout(params.BLOCK_PROLOGUE_CYCLES * self.hw.cycle_ns)
         yield from self.cluster_barrier("barrier (peers exist)")
         nb = len(self._b_tensors(0))
         flops0 = 2 * bm * bn * bk * nb
-        flops1 = 2 * bm * self.d_rows * bl
+        flops1 = 2 * bm * self.d_rows * self.sub_l
         exchange = self._per_chunk("dsm_all_exchange")
         shuffle_bytes = self._per_chunk("dsm_shuffle")
         shuffle = self.cl.shuffle
         for p in range(self.n_passes):
+            if p:
+                self.next_phase()
             for _ in range(self.k_steps):
                 yield from self.stage_mma(flops0)
+            # dsm_all_exchange: push the partials to the cls_k - 1 peers, one cluster barrier
             for nbytes in exchange[p]:
                 yield from self.dsm_step("dsm_all_exchange", nbytes)
-            # ring: push the slice the next peer needs while multiplying the one we hold
-            ring_total = sum(shuffle_bytes[p])
-            boundaries = shuffle - 1
-            if ring_total and boundaries <= 0:
-                yield from self.dsm_step("dsm_shuffle", ring_total)
-            for s in range(shuffle):
+            if self.cl.k > 1 and shuffle == 1:
+                yield from self.cluster_barrier("barrier (exchange buffer free)")
+            # GEMM1 with the ring: at each step push the slice held (if another step follows),
+            # multiply it, then a cluster barrier (the pushed slice has landed)
+            ring = sum(shuffle_bytes[p])
+            for t in range(shuffle):
                 push = None
-                if ring_total and s < boundaries:
-                    start = self.env.now
-                    push = self.dsm_push(ring_total / boundaries)
-                for _ in range(self.d_steps_per_slice):
-                    yield from self.stage_mma(flops1)
+                start = self.env.now
+                if ring and t < shuffle - 1:
+                    push = self.dsm_push(ring / (shuffle - 1))
+                for _sl in range(self.sub_passes):
+                    self.next_phase()
+                    for _ in range(self.d_steps_per_slice):
+                        yield from self.stage_mma(flops1)
                 if push is not None:
                     yield push
                     yield self.env.timeout(self.dsm_latency_ns)
                     if self.trace is not None:
                         self.trace.span(self.sm_ids, "dsm_shuffle", "exchange", start, self.env.now)
+                if shuffle > 1:
+                    yield from self.cluster_barrier("barrier (ring step)")
+        # dsm_reduce_scatter: barrier (partials complete), then each block pulls its slice from peers
         for s in self.steps.get("dsm_reduce_scatter", []):
             for _ in range(s.times):
-                yield from self.dsm_step("dsm_reduce_scatter", s.bytes_per_block)
+                yield from self.cluster_barrier("barrier (partials complete)")
+                start = self.env.now
+                yield self.dsm_push(s.bytes_per_block, pull=True)
+                yield self.env.timeout(self.dsm_latency_ns)
+                if self.trace is not None:
+                    self.trace.span(self.sm_ids, "dsm_reduce_scatter", "exchange", start, self.env.now)
         yield from self._store_e()
         yield from self.cluster_barrier("barrier (before exit)")
 

@@ -67,6 +67,37 @@ class TensorLayout:
         return out
 
 
+    def keys_grid(self, r0s: list[int], c0s: list[int], nrows: int, ncols: int,
+                  counts: list[int] | None = None) -> tuple[list[tuple[Key, int]], int]:
+        """Granules of the tiles at every (r0, c0) pair (zip of r0s/c0s) and their requested bytes
+        (times `counts`): the batched form of keys() for a stage of many blocks."""
+        gr, gc = self.granule_rows, self.granule_cols
+        width = self.col_period or self.cols
+        if nrows == gr and ncols == gc and not self.col_period:
+            name, eb = self.name, self.elem_bytes
+            full = nrows * ncols * eb
+            out = []
+            total = 0
+            for idx, (r0, c0) in enumerate(zip(r0s, c0s, strict=True)):
+                if r0 % gr or c0 % gc:
+                    break
+                if r0 + nrows <= self.rows and c0 + ncols <= width:
+                    b = full
+                else:
+                    b = max(0, min(nrows, self.rows - r0)) * max(0, min(ncols, width - c0)) * eb
+                out.append(((name, r0 // gr, c0 // gc), b))
+                total += b * (counts[idx] if counts else 1)
+            else:
+                return out, total
+        out = []
+        total = 0
+        for idx, (r0, c0) in enumerate(zip(r0s, c0s, strict=True)):
+            ks = self.keys(r0, c0, nrows, ncols)
+            out += ks
+            total += sum(b for _k, b in ks) * (counts[idx] if counts else 1)
+        return out, total
+
+
 class L2Cache:
     """LRU over granules with dirty bits and per-tensor eviction priority; returns the HBM traffic
     each access implies.
@@ -101,6 +132,29 @@ class L2Cache:
 
     def __contains__(self, key: Key) -> bool:
         return key in self._cls(key)
+
+    def read_many(self, granules: Iterable[tuple[Key, int]]) -> tuple[int, int]:
+        """read() over a stage's granules: (miss bytes, write-back bytes). The hot path of the
+        simulator, hence the local bindings."""
+        miss = 0
+        wb = 0
+        by_name = self._by_name
+        cap = self.capacity_bytes
+        insert = self._insert
+        for key, nbytes in granules:
+            c = by_name.get(key[0])
+            if c is None:
+                c = self._cls(key)
+            if key in c:
+                c.move_to_end(key)
+                continue
+            miss += nbytes
+            if self.used_bytes + nbytes <= cap:
+                c[key] = [nbytes, False]
+                self.used_bytes += nbytes
+            else:
+                wb += insert(c, key, nbytes, False)
+        return miss, wb
 
     def read(self, key: Key, nbytes: int) -> tuple[int, int]:
         """(miss bytes, write-back bytes) of reading one granule."""
@@ -138,9 +192,10 @@ class L2Cache:
             return nbytes if dirty else 0  # larger than the whole cache: streams straight through
         wb = 0
         mine = self.priority.get(key[0], 0)
+        classes = self._classes
         while self.used_bytes + nbytes > self.capacity_bytes:
             for lowest in self._order:
-                victims = self._classes[lowest]
+                victims = classes[lowest]
                 if victims:
                     break
             if lowest > mine:
@@ -202,13 +257,7 @@ class MemorySystem:
     def load(self, granules: Iterable[tuple[Key, int]], l2_bytes: int, sms: int) -> simpy.Event:
         """A cohort's loads of one pipeline stage: `granules` are the distinct granules it touches,
         `l2_bytes` what all its blocks request together (every block reads its own copy from L2)."""
-        miss = 0
-        wb = 0
-        cache = self.cache
-        for key, nbytes in granules:
-            m, w = cache.read(key, nbytes)
-            miss += m
-            wb += w
+        miss, wb = self.cache.read_many(granules)
         self._writeback(wb)
         self.bytes["l2_read"] += l2_bytes
         self.bytes["hbm_read"] += miss

@@ -9,9 +9,9 @@ case). When a calibration microbenchmark measures one of them, move it into the 
 # single-SM copy at 1.98 GHz). It only matters when few SMs are busy (tails, tiny grids).
 SM_GLOBAL_BYTES_PER_CYCLE = 64
 
-# Tiles of an unfused GEMM are rasterised in groups of this many M-tiles (CUTLASS/cuBLAS-style
-# threadblock swizzle), so that a wave touches a compact block of A and B and L2 reuse follows.
-RASTER_GROUP_M = 8
+# Tiles of an unfused GEMM are rasterised in groups of this many M-tiles (1 = N fastest, as the
+# generated gemm.cu.j2 maps blockIdx.x; 8 would be a CUTLASS/cuBLAS-style threadblock swizzle).
+RASTER_GROUP_M = 1
 
 # Fixed per-block cost of the prologue (mbarrier init, TMA descriptor prefetch) and epilogue
 # bookkeeping, in SM cycles (inferred; small next to the mainloop of any real tile).
