@@ -3,8 +3,9 @@
 Two metrics answer the two questions a hardware sweep asks:
 - `speedup`: target strategy over baseline on the same machine (e.g. dsm over unfused) — how much
   fusion is worth on that machine.
-- `gain`: target strategy's time at the first value of the x axis divided by its time at each
-  value — how much the hardware change itself buys that strategy.
+- `gain`: target strategy's time at a reference point (default: the first value of the x axis;
+  or `reference={axis: value, ...}`) divided by its time at each point — how much the hardware
+  change itself buys that strategy.
 Axes that are neither plotted nor `fixed` are held at their first value (said in the title).
 """
 
@@ -80,7 +81,7 @@ def _num(v: Any) -> float | None:
 
 
 def speedups(table: SweepTable, target: str = "dsm", baseline: str = "unfused", metric: str = "speedup",
-             x: str | None = None, time: str = "auto") -> list[dict[str, Any]]:
+             x: str | None = None, time: str = "auto", reference: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """One record per (axes values, case): the metric value, or None where a side is missing."""
     tcol = time_column(table, time)
     times: dict[tuple[Any, ...], float | None] = {}
@@ -98,9 +99,10 @@ def speedups(table: SweepTable, target: str = "dsm", baseline: str = "unfused", 
         seen.add(k)
         t_target = times.get((*k, target))
         if metric == "gain":
-            if x is None:
-                raise ValueError("metric 'gain' needs the x axis")
-            ref_key = tuple(repr(x_ref) if a == x else repr(r.get(a)) for a in table.axes)
+            if x is None and not reference:
+                raise ValueError("metric 'gain' needs the x axis or a reference point")
+            ref = reference if reference else {x: x_ref}
+            ref_key = tuple(repr(ref[a]) if a in ref else repr(r.get(a)) for a in table.axes)
             t_ref = times.get((*ref_key, str(r["case"]), target))
             value = t_ref / t_target if t_ref and t_target else None
         elif metric == "speedup":
@@ -114,12 +116,12 @@ def speedups(table: SweepTable, target: str = "dsm", baseline: str = "unfused", 
     return out
 
 
-def _ylabel(metric: str, target: str, baseline: str, x: str | None, tcol: str) -> str:
+def _ylabel(metric: str, target: str, baseline: str, x: str | None, tcol: str, ref: str = "") -> str:
     src = "simulated" if tcol.startswith("sim") else "predicted"
     if metric == "speedup":
         return f"Speedup of {target} over {baseline} (x, {src})"
     if metric == "gain":
-        return f"{target} speedup vs first {x} (x, {src})"
+        return f"{target} speedup vs {ref or 'first ' + str(x)} (x, {src})"
     return f"{target} time (µs, {src})"
 
 
@@ -135,11 +137,11 @@ def _fmt_fixed(fixed: dict[str, Any]) -> str:
 def plot_speedup_lines(table: SweepTable, x: str, target: str = "dsm", baseline: str = "unfused",
                        metric: str = "speedup", cases: Sequence[str] | None = None,
                        fixed: dict[str, Any] | None = None, time: str = "auto",
-                       title: str | None = None) -> Figure:
+                       title: str | None = None, reference: dict[str, Any] | None = None) -> Figure:
     if x not in table.axes:
         raise InputError(None, "x", f"{x!r} is not a swept axis (axes: {', '.join(table.axes)})")
     hold = _fixed(table, [x], fixed)
-    recs = [r for r in speedups(table, target, baseline, metric, x, time)
+    recs = [r for r in speedups(table, target, baseline, metric, x, time, reference)
             if all(repr(r[a]) == repr(v) for a, v in hold.items())]
     by_case: dict[str, list[tuple[Any, float]]] = defaultdict(list)
     for r in recs:
@@ -165,7 +167,7 @@ def plot_speedup_lines(table: SweepTable, x: str, target: str = "dsm", baseline:
     ax.axhline(1.0, color="black", lw=0.6, ls=":")
     ax.set_xlabel(x)
     tcol = time_column(table, time)
-    ax.set_ylabel(_ylabel(metric, target, baseline, x, tcol))
+    ax.set_ylabel(_ylabel(metric, target, baseline, x, tcol, _fmt_fixed(reference or {})))
     ax.set_title(title or (f"{metric} vs {x}" + (f" ({_fmt_fixed(hold)})" if hold else "")), fontsize=10)
     ax.grid(True, lw=0.3, alpha=0.5)
     if by_case:
@@ -180,13 +182,14 @@ def geomean(vals: Sequence[float]) -> float | None:
 
 def plot_heatmap(table: SweepTable, x: str, y: str, target: str = "dsm", baseline: str = "unfused",
                  metric: str = "speedup", cases: Sequence[str] | None = None,
-                 fixed: dict[str, Any] | None = None, time: str = "auto", title: str | None = None) -> Figure:
+                 fixed: dict[str, Any] | None = None, time: str = "auto", title: str | None = None,
+                 reference: dict[str, Any] | None = None) -> Figure:
     """Geometric mean over cases of the metric at each (x, y); cells annotated with their value."""
     for a, name in ((x, "x"), (y, "y")):
         if a not in table.axes:
             raise InputError(None, name, f"{a!r} is not a swept axis (axes: {', '.join(table.axes)})")
     hold = _fixed(table, [x, y], fixed)
-    recs = [r for r in speedups(table, target, baseline, metric, x, time)
+    recs = [r for r in speedups(table, target, baseline, metric, x, time, reference)
             if all(repr(r[a]) == repr(v) for a, v in hold.items()) and (not cases or r["case"] in cases)]
     xs, ys = table.values(x), table.values(y)
     cell: dict[tuple[int, int], list[float]] = defaultdict(list)
@@ -212,7 +215,7 @@ def plot_heatmap(table: SweepTable, x: str, y: str, target: str = "dsm", baselin
     ax.set_ylabel(y)
     tcol = time_column(table, time)
     cb = fig.colorbar(im, ax=ax)
-    cb.set_label("geomean " + _ylabel(metric, target, baseline, x, tcol), fontsize=8)
+    cb.set_label("geomean " + _ylabel(metric, target, baseline, x, tcol, _fmt_fixed(reference or {})), fontsize=8)
     n_cases = len({r["case"] for r in recs})
     ax.set_title(title or (f"{metric} over {n_cases} cases" + (f" ({_fmt_fixed(hold)})" if hold else "")),
                  fontsize=10)
