@@ -94,6 +94,7 @@ class Cohort:
         self.stages = max(kernel.stages, 1)
         self.window = max(self.stages - 1, 1)  # loads in flight ahead of the MMAs
         self._blocked = False
+        self._last_load_ns = 0.0
         self._pending: deque[simpy.Event] = deque()
         self._loads: Iterator[tuple[list, int]] | None = None
         self.trace = gpu.trace
@@ -139,8 +140,14 @@ class Cohort:
         start = self.env.now
         ev = self.mem.load(granules, l2_bytes, self.sms)
         if self.trace is not None:
-            ev.callbacks.append(lambda _e, s=start: self.trace.span(self.sm_ids, "load", "load", s, self.env.now))
+            ev.callbacks.append(lambda _e, s=start: self._trace_load(s))
         self._pending.append(ev)
+
+    def _trace_load(self, issued_ns: float) -> None:
+        assert self.trace is not None
+        start = max(issued_ns, self._last_load_ns)
+        self._last_load_ns = self.env.now
+        self.trace.span(self.sm_ids, "load", "load", start, self.env.now)
 
     # ---- building blocks for consume() --------------------------------------------------------
     def stage_mma(self, flops_per_block: float):

@@ -1,4 +1,9 @@
-"""Chrome / Perfetto trace: one track per SM, spans for load / mma / exchange / barrier / store.
+"""Chrome / Perfetto trace: per SM, spans for load / mma / exchange / barrier / store.
+
+Each SM gets three adjacent tracks so that spans on one track never overlap (the trace format
+needs nested spans): "SM n" (MMAs, barriers, stores), "SM n loads" (a load's span runs from
+when its data starts arriving -- after the previous load's -- to when it lands) and "SM n DSM"
+(remote pushes / pulls until the bytes land).
 
 The simulator runs one representative per cohort of identical blocks (see `gpu.py`); a span is
 recorded once with the SMs of its cohort and expanded to one event per SM only on export, so
@@ -9,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+TRACK = {"load": 1, "exchange": 2}  # category -> track offset within the SM (0: compute)
 
 
 @dataclass
@@ -31,16 +38,19 @@ class TraceRecorder:
             {"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "launcher"}},
             {"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "GPU (one track per SM)"}},
         ]
-        used = sorted({sm for s in self.spans for sm in s[0]})
-        for sm in used:
-            out.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": sm,
-                        "args": {"name": f"SM {sm:3d} (GPC {self.sm_gpc[sm]})"}})
-            out.append({"name": "thread_sort_index", "ph": "M", "pid": 1, "tid": sm, "args": {"sort_index": sm}})
+        used = sorted({(sm, TRACK.get(s[2], 0)) for s in self.spans for sm in s[0]})
+        for sm, off in used:
+            label = f"SM {sm:3d} (GPC {self.sm_gpc[sm]})" + {0: "", 1: " loads", 2: " DSM"}[off]
+            tid = sm * 4 + off
+            out.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": label}})
+            out.append({"name": "thread_sort_index", "ph": "M", "pid": 1, "tid": tid, "args": {"sort_index": tid}})
         for name, cat, s, e in self.host:
             out.append({"name": name, "cat": cat, "ph": "X", "pid": 0, "tid": 0, "ts": s / 1e3, "dur": (e - s) / 1e3})
         for sms, name, cat, s, e, args in self.spans:
+            off = TRACK.get(cat, 0)
             for sm in sms:
-                ev = {"name": name, "cat": cat, "ph": "X", "pid": 1, "tid": sm, "ts": s / 1e3, "dur": (e - s) / 1e3}
+                ev = {"name": name, "cat": cat, "ph": "X", "pid": 1, "tid": sm * 4 + off, "ts": s / 1e3,
+                      "dur": (e - s) / 1e3}
                 if args:
                     ev["args"] = args
                 out.append(ev)
