@@ -235,3 +235,58 @@ def test_trace_tracks_never_overlap():
         spans.sort()
         for (_s0, e0), (s1, e1) in zip(spans, spans[1:], strict=False):
             assert s1 >= e0 - 1e-9 or e1 <= e0 + 1e-9
+
+
+# ---- dispatch and L2 capacity -----------------------------------------------------------------
+def test_waves_and_tails():
+    """One block per SM (big SMEM): 264 tiles take two full waves on 132 SMs; a 133rd tile adds
+    a tail wave of one block, which cannot go faster than one SM's load port."""
+    from fusesim.sim import params
+    h = hw()
+
+    def kernel_ns(tiles_m: int) -> float:
+        ch = ex.chain("w", 128 * tiles_m, 128, 2048, 16)
+        plan = ex.unfused_plan(ch, bm=128, bn=128, bk=64, stages=6)
+        plan = plan.with_(kernels=plan.kernels[:1])
+        r = simulate(plan, h)
+        assert r.kernels[0]["blocks_per_sm"] == 1
+        return r.kernels[0]["end_ns"] - r.kernels[0]["start_ns"]
+
+    one, tail, two = kernel_ns(132), kernel_ns(133), kernel_ns(264)
+    assert two == pytest.approx(2 * one, rel=0.05)
+    lone_block_bytes = (128 * 2048 + 2048 * 128) * 2
+    port_gbps = params.SM_GLOBAL_BYTES_PER_CYCLE * h.clock_mhz / 1e3
+    assert one + lone_block_bytes / port_gbps < tail < two
+
+
+def test_intermediate_larger_than_l2_reaches_hbm():
+    h = hw()
+    small = ex.chain("s", 1024, 4096, 1024, 1024)  # C = 8 MB: written and re-read inside L2
+    big = ex.chain("b", 16384, 4096, 1024, 1024)  # C = 128 MB > 60 MiB L2
+    rs, rb = simulate(ex.unfused_plan(small), h), simulate(ex.unfused_plan(big), h)
+    assert rs.bytes["hbm_write"] == 0
+    assert rb.bytes["hbm_write"] >= big.c_bytes - h.l2_bytes
+    assert rb.bytes["hbm_read"] > big.a_bytes + big.b_bytes + big.d_bytes
+
+
+def test_against_measured_baselines_runs():
+    """benchmarks/simulator.py --against: one row per measured paper case, nothing fitted."""
+    import importlib.util
+
+    pytest.importorskip("fusesim.planner")
+    path = ROOT / "results" / "h200" / "pytorch_baselines.json"
+    if not path.exists():
+        pytest.skip("no measured baselines")
+    spec = importlib.util.spec_from_file_location("bench_sim", ROOT / "benchmarks" / "simulator.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = [{"case": ch.case_id, "strategy": p.strategy, "chain": ch, "plan": p, "result": r}
+            for ch, p, r, _v in paper_runs() if p.strategy == "unfused"]
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        bench.against(path, hw(), rows)
+    assert out.getvalue().count("\n") >= 26 + 4
+    assert "within 25%" in out.getvalue()
