@@ -247,3 +247,13 @@ def test_sweep_plot_command(tmp_path: Path, sweep_csv: Path, saved: list[Figure]
     assert main(["sweep", "--out", str(sweep_csv), "--plot", str(out2), "--plot-x", "hbm_bandwidth_gbps",
                  "--metric", "gain"]) == 0
     assert _is_png(out2) and "speedup vs first" in saved[1].axes[0].get_ylabel()
+
+
+def test_gain_against_an_explicit_reference_point(sweep_csv: Path) -> None:
+    ref = {"hbm_bandwidth_gbps": 3350, "scale:l2_bandwidth_gbps": 1.0}
+    fig = plot_heatmap(load_sweep(sweep_csv), "hbm_bandwidth_gbps", "scale:l2_bandwidth_gbps", metric="gain",
+                       reference=ref)
+    ax = fig.axes[0]
+    cell = {(round(t.get_position()[0]), round(t.get_position()[1])): t.get_text() for t in ax.texts}
+    assert cell[(1, 0)] == "1.00"  # the reference cell
+    assert "hbm_bandwidth_gbps=3350" in fig.axes[1].get_ylabel()

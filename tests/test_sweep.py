@@ -249,3 +249,47 @@ def test_cli_flags_run_and_plot(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert len(read_rows(out)[1]) == 12
     assert out.with_suffix(".meta.json").is_file()
+
+
+# ---- the real evaluators (planner + simulator) ------------------------------------------------
+def _planner_ready() -> bool:
+    try:
+        from fusesim.planner import plan_case  # noqa: F401
+        from fusesim.sim import simulate  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _planner_ready(), reason="planner or simulator not importable")
+@pytest.mark.parametrize("evaluator", ["evaluate_case", "evaluate_case_unconstrained"])
+def test_real_evaluator_rows(tmp_path: Path, evaluator: str) -> None:
+    spec = spec_from_dict({"name": "real", "hw": "h100_sxm", "workloads": ["paper_gemm_chains", "paper_gated_ffn"],
+                           "cases": ["G1", "S8"], "strategies": ["unfused", "smem", "dsm", "best"],
+                           "evaluator": f"fusesim.sweep.evaluate:{evaluator}"}, "t.yaml")
+    s = run_sweep(spec, tmp_path / "r.csv", progress=False)
+    assert s.errors == 0, s.first_errors
+    rows = {(r["case"], r["strategy"]): r for r in read_rows(tmp_path / "r.csv")[1]}
+    for key in (("G1", "unfused"), ("G1", "dsm"), ("S8", "dsm"), ("G1", "best")):
+        r = rows[key]
+        assert r["status"] == "ok"
+        assert r["pred_time_us"] > 0 and r["sim_time_us"] > 0 and r["sim_hbm_read_bytes"] > 0
+        assert r["plan"].startswith(r["plan_strategy"]) and isinstance(r["buildable"], bool)
+    assert rows[("G1", "dsm")]["cluster_size"] > 1
+    best = rows[("G1", "best")]
+    assert best["pred_time_us"] == min(rows[("G1", s)]["pred_time_us"] for s in ("unfused", "smem", "dsm"))
+
+
+@pytest.mark.skipif(not _planner_ready(), reason="planner or simulator not importable")
+def test_unconstrained_planner_uses_32_block_clusters_on_the_successor() -> None:
+    """The what-if evaluator exists because today's planner cannot pick what today's generator
+    cannot build; on hopper_next the unconstrained one picks 32-block clusters for some case."""
+    from fusesim.sweep.evaluate import evaluate_case, evaluate_case_unconstrained
+
+    spec = spec_from_dict({"hw": "hopper_next", "workloads": ["paper_gemm_chains"], "cases": ["G4", "G9"],
+                           "strategies": ["dsm"]}, "t.yaml")
+    tasks, _ = spec.tasks()
+    free = [r for t in tasks for r in evaluate_case_unconstrained(t)]
+    today = [r for t in tasks for r in evaluate_case(t)]
+    assert max(r["cluster_size"] for r in today) <= 16
+    assert any(r["cluster_size"] == 32 and r["buildable"] is False for r in free)

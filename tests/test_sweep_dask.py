@@ -37,3 +37,16 @@ def test_local_and_dask_identical(tmp_path: Path) -> None:
     assert s1.errors == 0, s1.first_errors
     a, b = _rows(local), _rows(dask)
     assert len(a) == 8 and a == b
+
+
+def test_existing_scheduler(tmp_path: Path) -> None:
+    """--scheduler tcp://...: the sweep runs on a cluster someone else started."""
+    distributed = pytest.importorskip("dask.distributed")
+    spec = spec_from_dict({"name": "sched", "hw": "h100_sxm", "workloads": ["paper_gemm_chains"],
+                           "cases": ["G1", "G2"], "evaluator": "fusesim.sweep.evaluate:bound_case"}, "t.yaml")
+    local = tmp_path / "local.csv"
+    run_sweep(spec, local, progress=False)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cl:
+        s = run_sweep(spec, tmp_path / "remote.csv", scheduler=cl.scheduler_address, progress=False)
+    assert s.executor == "dask" and s.computed == 6
+    assert _rows(local) == _rows(tmp_path / "remote.csv")
