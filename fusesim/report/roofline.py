@@ -11,6 +11,7 @@ below the peak is not HBM-bound — look at its L2 or DSM point. Fusion moves th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,15 +149,23 @@ def plot_roofline(ceilings: Ceilings, points: Sequence[RooflinePoint], title: st
         ax.axhline(tf, color="black", lw=1.2 if tf == peak else 0.8, ls="-" if tf == peak else ":")
         ax.text(x_hi / 1.2, tf * 1.05, f"{fam} peak {tf:.0f} TFLOP/s", ha="right", va="bottom", fontsize=7)
     level_styles = {"hbm": "-", "l2": "--", "dsm": "-."}
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo, peak * 2)
+    diagonals = []
     for lvl in levels:
         bw = ceilings.bandwidth_gbps.get(lvl)
         if not bw:
             continue
         ridge = peak * 1e3 / bw
         ax.plot([x_lo, ridge], [x_lo * bw / 1e3, peak], color="dimgray", lw=1.0, ls=level_styles.get(lvl, "-"))
-        x_txt = max(x_lo * 1.5, ridge / 60)
-        ax.text(x_txt, x_txt * bw / 1e3 * 1.15, f"{LEVEL_NAMES.get(lvl, lvl)} {bw / 1e3:.1f} TB/s",
-                fontsize=7, rotation=30, rotation_mode="anchor", color="dimgray")
+        diagonals.append((lvl, bw))
+    # label each diagonal at its own height so near-equal bandwidths do not print on top of each other
+    (x0, y0), (x1, y1) = ax.transData.transform([(1.0, 1.0), (10.0, 10.0)])
+    angle = math.degrees(math.atan2(y1 - y0, x1 - x0))
+    for i, (lvl, bw) in enumerate(sorted(diagonals, key=lambda d: -d[1])):
+        y_txt = peak / (6.0 * 2.2 ** i)
+        ax.text(y_txt * 1e3 / bw, y_txt, f"{LEVEL_NAMES.get(lvl, lvl)} {bw / 1e3:.1f} TB/s", fontsize=7,
+                rotation=angle, rotation_mode="anchor", ha="right", va="bottom", color="dimgray")
     # points
     for p in points:
         pts = [(lvl, p.intensity(lvl)) for lvl in levels if p.intensity(lvl)]
@@ -173,8 +182,6 @@ def plot_roofline(ceilings: Ceilings, points: Sequence[RooflinePoint], title: st
         if annotate and p.strategy in ("dsm", "best") and p.source != "measured" and "hbm" in dict(pts):
             ax.annotate(p.case, (dict(pts)["hbm"], p.tflops), fontsize=6, xytext=(3, 2),
                         textcoords="offset points")
-    ax.set_xlim(x_lo, x_hi)
-    ax.set_ylim(y_lo, peak * 2)
     ax.set_xlabel("Arithmetic intensity (FLOP / byte at that level)")
     ax.set_ylabel("Performance (TFLOP/s)")
     ax.set_title(title or f"Hierarchical roofline on {ceilings.name}")
