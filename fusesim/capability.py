@@ -8,9 +8,11 @@ What the generated kernels are (fusesim/codegen):
 * instruction family `mma_sync` (mma.sync m16n8k16 bf16 -> fp32, ldmatrix, cp.async multistage
   pipeline). `wgmma` plans are not buildable yet.
 * `unfused`: two kernels, gemm0 (activation or gating epilogue, bf16 C' to global) and gemm1.
-* `smem` / `dsm`: one fused kernel; the fp32 E accumulator of a block (block_m x block_l) lives in
-  SMEM, GEMM1 walks it in sub-tiles of `gemm1_sub_l(plan)` columns; C' slices live in SMEM
-  (two buffers when dsm_shuffle runs); dsm_all_exchange pushes fp32 partials into a receive area.
+* `smem` / `dsm`: one fused kernel. The fp32 E accumulator of a block (block_m x block_l) stays in
+  registers through GEMM1 when `e_in_regs(plan)` (one N chunk, <= 128 floats per thread) and then
+  shares SMEM with the pipeline stages and the exchange area; otherwise it lives in SMEM and GEMM1
+  walks it in sub-tiles of `gemm1_sub_l(plan)` columns. C' slices live in SMEM (two buffers when
+  dsm_shuffle runs); dsm_all_exchange pushes fp32 partials into a receive area.
 * M is predicated (any M); N, K, L must divide exactly as the plan's semantics state.
 """
 
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 
 from fusesim.plan import Plan
 
-SMEM_LIMIT_BYTES = 232448  # H100/H200 opt-in per-block maximum
+SMEM_LIMIT_BYTES = 232448 - 1024  # H100/H200 opt-in per-block maximum, less static SMEM and margin
 SUPPORTED_THREADS = (128, 256)
 SUPPORTED_ACTIVATIONS = ("relu", "gelu", "silu", "none")
 PAD_BF16 = 8  # elements of padding per SMEM row (16 bytes): conflict-free ldmatrix
@@ -47,9 +49,28 @@ def warp_grid(rows: int, cols: int, warps: int) -> tuple[int, int] | None:
     return best
 
 
+MAX_E_REGS_PER_THREAD = 128  # fp32 E accumulators a thread may hold across GEMM1
+
+
+def e_in_regs(plan: Plan) -> bool:
+    """E lives in registers through GEMM1 (one N chunk, small enough block tile, and the shared
+    layout fits): its SMEM copy is needed only at the Store phase, so E and the exchange area
+    share the pipeline stages' SMEM."""
+    t = plan.tiles
+    return (plan.n_passes == 1 and t.block_m * t.block_l <= MAX_E_REGS_PER_THREAD * plan.threads
+            and warp_grid(t.block_m, t.block_l, plan.threads // 32) is not None
+            and _layout(plan, True).total <= SMEM_LIMIT_BYTES)
+
+
 def gemm1_sub_l(plan: Plan) -> int:
     """Columns of E a block accumulates in registers at a time during GEMM1."""
+    return _sub_l(plan, e_in_regs(plan))
+
+
+def _sub_l(plan: Plan, e_regs: bool) -> int:
     bl = plan.tiles.block_l
+    if e_regs:
+        return bl
     for cand in (128, 64, 32, 16):
         if bl % cand == 0 and cand <= bl:
             return cand
@@ -58,22 +79,30 @@ def gemm1_sub_l(plan: Plan) -> int:
 
 @dataclass(frozen=True)
 class FusedLayout:
-    """SMEM layout of the fused kernel, bytes (offsets in this order)."""
+    """SMEM of the fused kernel, bytes. Separate regions in the order E acc, C' buffers, exchange,
+    stages; or, when `aliased`, C' buffers then one region shared by stages, exchange and E."""
 
     e_acc: int
     c_buf: int
     x_buf: int
     stages: int
+    aliased: bool = False
 
     @property
     def total(self) -> int:
+        if self.aliased:
+            return self.c_buf + max(self.stages, self.x_buf, self.e_acc)
         return self.e_acc + self.c_buf + self.x_buf + self.stages
 
 
 def fused_layout(plan: Plan) -> FusedLayout:
+    return _layout(plan, e_in_regs(plan))
+
+
+def _layout(plan: Plan, e_regs: bool) -> FusedLayout:
     t, c = plan.tiles, plan.cluster
     gated_seq = plan.gated_mode == "sequential"
-    sub_l = gemm1_sub_l(plan)
+    sub_l = _sub_l(plan, e_regs)
     e_acc = t.block_m * (t.block_l + PAD_F32) * 4
     n_cbuf = 2 if c.shuffle > 1 else 1
     c_buf = n_cbuf * t.block_m * (t.block_n + PAD_BF16) * 2
@@ -83,7 +112,7 @@ def fused_layout(plan: Plan) -> FusedLayout:
     b_tile = t.block_k * (t.block_n + PAD_BF16) * (2 if gated_seq else 1)
     d_tile = t.block_k * (sub_l + PAD_BF16)
     stage = max(a_tile + b_tile, d_tile) * 2
-    return FusedLayout(e_acc, c_buf, x_buf, plan.stages * stage)
+    return FusedLayout(e_acc, c_buf, x_buf, plan.stages * stage, aliased=e_regs)
 
 
 def gemm_smem_bytes(block_m: int, block_n: int, block_k: int, stages: int, gated: bool) -> int:

@@ -18,6 +18,7 @@ from fusesim.capability import (
     PAD_BF16,
     PAD_F32,
     can_build,
+    e_in_regs,
     fused_layout,
     gemm1_sub_l,
     gemm_smem_bytes,
@@ -90,7 +91,7 @@ def render_fused(plan: Plan, name: str) -> str:
         block_m=t.block_m, block_n=t.block_n, block_k=t.block_k, block_l=t.block_l, sub_l=sub_l,
         cls_m=c.m, cls_n=c.n, cls_k=c.k, cls_l=c.l, grid_m=plan.grid_m, n_split=plan.n_split,
         n_passes=plan.n_passes, stages=plan.stages, threads=plan.threads, gated_mode=plan.gated_mode,
-        wm0=wm0, wn0=wn0, wm1=wm1, wn1=wn1, smem_bytes=fused_layout(plan).total,
+        wm0=wm0, wn0=wn0, wm1=wm1, wn1=wn1, smem_bytes=fused_layout(plan).total, e_regs=e_in_regs(plan),
     )
 
 

@@ -133,9 +133,10 @@ def candidates(ch: Chain, per_strategy: int = 3, sms: int = 132) -> dict[str, li
     for bm, bn, thr in ((64, 64, 128), (128, 128, 256), (64, 128, 256), (32, 64, 128), (64, 32, 128), (64, 16, 128)):
         if ch.n % bn or ch.l % bn:
             continue
-        p = unfused(ch, bm=bm, bn=bn, bk=bk0, stages=3, threads=thr)
-        if can_build(p)[0]:
-            out["unfused"].append(p)
+        for stg in (3, 4, 6):
+            p = unfused(ch, bm=bm, bn=bn, bk=bk0, stages=stg, threads=thr)
+            if can_build(p)[0]:
+                out["unfused"].append(p)
     gmodes = ("sequential", "mul_exchange") if ch.gated else ("none",)
     for cm, cn, ck, cl in CLUSTERS:
         cs = ClusterShape(cm, cn, ck, cl)
@@ -163,7 +164,7 @@ def candidates(ch: Chain, per_strategy: int = 3, sms: int = 132) -> dict[str, li
                         if blocks > 4 * sms or (blocks < sms // 2 and ns != chunks):
                             continue
                         for thr in (256, 128):
-                            for stg in (3, 4):
+                            for stg in (3, 4, 6):
                                 p = fused(ch, cs, bm, bn, bk, n_split=ns, stages=stg, threads=thr, gated_mode=gm)
                                 if p.buildable:
                                     out[p.strategy].append(p)

@@ -54,6 +54,14 @@ def form_plans() -> list[Plan]:
         (gch, ClusterShape(1, 1, 1, 1), 64, 64, 64, 4, "sequential", 256),
         (cv, ClusterShape(1, 2, 1, 2), 64, 64, 64, 1, None, 256),     # im2col + shuffle
         (cv, ClusterShape(1, 1, 2, 2), 64, 64, 32, 2, None, 256),     # im2col + exchange + inter-cluster
+        # one N chunk per cluster: E in registers, stages / exchange / E share SMEM
+        (ch, ClusterShape(1, 1, 1, 1), 64, 64, 64, 32, None, 256),    # smem, E regs, inter-cluster
+        (ch, ClusterShape(1, 4, 2, 4), 64, 64, 64, 8, None, 256),     # exchange + shuffle + reduce
+        (ch, ClusterShape(1, 8, 1, 8), 64, 64, 64, 4, None, 256),     # ring shuffle 8
+        (ch, ClusterShape(1, 16, 1, 16), 64, 32, 32, 4, None, 256),   # 16-block cluster
+        (ch, ClusterShape(2, 2, 2, 2), 48, 64, 64, 16, None, 128),    # cls_m = 2, exchange + reduce
+        (gch, ClusterShape(1, 2, 2, 4), 64, 64, 64, 8, "mul_exchange", 256),
+        (gch, ClusterShape(1, 4, 2, 8), 64, 32, 32, 8, "sequential", 128),
     ]
     out = []
     for chn, cs, bm, bn, bk, ns, gm, thr in specs:
