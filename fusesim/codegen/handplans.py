@@ -83,13 +83,18 @@ L2_BYTES_PER_US = 5.5e6
 HBM_BYTES_PER_US = 4.0e6
 
 
-def _kernel_us(flops: float, l2_bytes: float, hbm_bytes: float, blocks: int, cs: int, smem: int) -> float:
+LOAD_LATENCY_US = 1.0  # a cp.async round trip under load (guess): bytes in flight / latency = rate
+
+
+def _kernel_us(flops: float, l2_bytes: float, hbm_bytes: float, blocks: int, cs: int, smem: int,
+               inflight_bytes: float) -> float:
     per_sm = 2 if smem <= 113 * 1024 else 1
     cap = ACTIVE_CLUSTERS[per_sm].get(cs, 1) * cs
     waves = -(-blocks // cap)
     per_block = flops / blocks
     compute = waves * per_block / (SM_RATE_FLOP_PER_US / per_sm)
-    return max(compute, l2_bytes / L2_BYTES_PER_US, hbm_bytes / HBM_BYTES_PER_US)
+    latency = waves * (l2_bytes / blocks) / (inflight_bytes / LOAD_LATENCY_US)
+    return max(compute, latency, l2_bytes / L2_BYTES_PER_US, hbm_bytes / HBM_BYTES_PER_US)
 
 
 def rough_time_us(plan: Plan, sms: int = 132) -> float:
@@ -105,12 +110,12 @@ def rough_time_us(plan: Plan, sms: int = 132) -> float:
         mp = -(-ch.m // t.block_m) * t.block_m
         l2_0 = (ch.n // t.block_n) * mp * ch.k * eb + -(-ch.m // t.block_m) * ch.k * ch.n * eb * nb
         u0 = _kernel_us(2 * mp * ch.n * ch.k * nb, l2_0, ch.b_bytes + ch.a_bytes + ch.c_bytes, k0.grid_blocks, 1,
-                        k0.smem_bytes)
+                        k0.smem_bytes, k0.smem_bytes * (k0.stages - 1) / k0.stages)
         t1 = k1.tiles
         mp1 = -(-ch.m // t1.block_m) * t1.block_m
         l2_1 = (ch.l // t1.block_n) * mp1 * ch.n * eb + -(-ch.m // t1.block_m) * ch.n * ch.l * eb
         u1 = _kernel_us(2 * mp1 * ch.l * ch.n, l2_1, ch.d_bytes + ch.c_bytes + ch.e_bytes, k1.grid_blocks, 1,
-                        k1.smem_bytes)
+                        k1.smem_bytes, k1.smem_bytes * (k1.stages - 1) / k1.stages)
         return u0 + u1 + 5.0
     kern, c, t = plan.kernels[0], plan.cluster, plan.tiles
     mp = plan.grid_m * c.m * t.block_m
@@ -119,7 +124,9 @@ def rough_time_us(plan: Plan, sms: int = 132) -> float:
                                     + c.shuffle * t.block_n * t.block_l) * eb
     flops = 2 * mp * ch.n * ch.k * nb + 2 * mp * ch.n * ch.l
     hbm = ch.min_bytes
-    u = _kernel_us(flops, per_block_l2 * kern.grid_blocks, hbm, kern.grid_blocks, c.size, kern.smem_bytes)
+    stage_bytes = fused_layout(plan).stages / plan.stages
+    u = _kernel_us(flops, per_block_l2 * kern.grid_blocks, hbm, kern.grid_blocks, c.size, kern.smem_bytes,
+                   stage_bytes * (plan.stages - 1))
     syncs = plan.n_passes * ((c.shuffle if c.shuffle > 1 else 0) + (1 if c.k > 1 else 0)) * 0.4
     syncs += 0.8 if c.reduce > 1 else 0.0
     syncs += 1.5 if plan.n_split > 1 else 0.0
@@ -171,5 +178,12 @@ def candidates(ch: Chain, per_strategy: int = 3, sms: int = 132) -> dict[str, li
     for k, plans in out.items():
         uniq = {p.to_json(): p for p in plans}
         ranked = sorted(uniq.values(), key=rough_time_us)
-        out[k] = ranked[:per_strategy]
+        picked: list[Plan] = []
+        per_shape: dict[tuple, int] = {}
+        for p in ranked:  # at most 2 stage/thread variants of one (cluster, tiles, split)
+            key = (p.cluster, p.tiles, p.n_split, tuple(kk.tiles for kk in p.kernels))
+            if per_shape.get(key, 0) < 2:
+                per_shape[key] = per_shape.get(key, 0) + 1
+                picked.append(p)
+        out[k] = picked[:per_strategy]
     return out

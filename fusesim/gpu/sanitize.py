@@ -31,6 +31,8 @@ def family_plans() -> dict[str, Plan]:
         "fused dsm (exchange add + shuffle + reduce_scatter)": fused(ch, ClusterShape(1, 4, 2, 4), 64, 64, 64, n_split=1),
         "fused dsm (mul exchange + shuffle + inter_cluster_reduce)": fused(g, ClusterShape(1, 2, 2, 4), 64, 64, 64,
                                                                           n_split=2, gated_mode="mul_exchange"),
+        "fused dsm, E in registers + shared SMEM (exchange + shuffle + reduce + inter-cluster)": fused(
+            ch, ClusterShape(1, 4, 2, 4), 64, 64, 64, n_split=4),
     }
 
 
