@@ -357,7 +357,10 @@ def derive(raw: dict[str, Any]) -> Derived:
         if isinstance(q.get("gap_us_median"), int | float):
             d.put("kernel_gap_us", _r(max(q["gap_us_median"], 0.0), 2),
                   f"GPU-side, queued: %globaltimer first block start of a dependent empty kernel ({n} blocks) minus the "
-                  f"previous kernel's last block end, median of reps; all in us: {others}")
+                  f"previous kernel's last block end, median of reps. In stream order the next launch overlaps the "
+                  f"previous kernel, so an event-timed chain of k kernels measures about launch_overhead_us + "
+                  f"(k-1) x kernel_gap_us + the kernels' spans (not k x launch_overhead_us + (k-1) x kernel_gap_us); "
+                  f"all in us: {others}")
     elif launch:
         g1 = launch.get("grid_1", {})
         if _positive(g1.get("single_event_us_median")):

@@ -100,11 +100,12 @@ def write_calibrated(raw: dict[str, Any], base_path: str | Path, out_path: str |
                      raw_path: str | Path | None = None) -> tuple[Hardware, Derived]:
     """Validate, then write; returns the loaded Hardware and what was derived."""
     base = read_mapping(base_path)
-    mapping, d = calibrated_mapping(raw, base, str(raw_path or ""))
+    raw_label = _display(raw_path) if raw_path else ""
+    mapping, d = calibrated_mapping(raw, base, raw_label)
     hw = hardware_from_dict(mapping, str(out_path))  # raises InputError: nothing written
     base_label = _display(base_path)
     env = raw.get("environment", {})
-    header = (f"{hw.name}: written by `fusesim calibrate` from {raw_path or 'a fresh measurement'}; do not edit by hand.\n"
+    header = (f"{hw.name}: written by `fusesim calibrate` from {raw_label or 'a fresh measurement'}; do not edit by hand.\n"
               f"GPU {env.get('gpu')}, driver {env.get('driver')}, CUDA {env.get('cuda')}, {env.get('date_utc')}.\n"
               f"Measured fields: {', '.join(d.values)}.\n"
               f"Other fields and their provenance come from {base_label}.")
