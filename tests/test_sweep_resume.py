@@ -33,6 +33,19 @@ def _rows(path: Path) -> list[dict]:
                    for r in read_rows(path)[1]), key=lambda r: r["point_id"])
 
 
+def _session_members(sid: int) -> list[int]:
+    """Live processes of a session (the killed sweep's workers would be here), from /proc."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":  # fields after "(comm)": state ppid pgrp session
+            out.append(int(stat.parent.name))
+    return out
+
+
 def _data_lines(path: Path) -> int:
     return max(0, path.read_bytes().count(b"\n") - 1) if path.exists() else 0
 
@@ -51,8 +64,13 @@ def test_kill_9_mid_sweep_then_resume(tmp_path: Path, jobs: int) -> None:
         while _data_lines(out) < 20 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.01)
         assert proc.poll() is None, f"sweep ended before it could be killed: {proc.stderr.read()}"
-        os.kill(proc.pid, signal.SIGKILL)
+        os.kill(proc.pid, signal.SIGKILL)  # the sweep only: its workers must follow by themselves
         proc.wait(timeout=10)
+        if sys.platform.startswith("linux"):
+            deadline = time.monotonic() + 10
+            while _session_members(proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not _session_members(proc.pid), "worker processes outlived the killed sweep"
     finally:
         try:  # the pool workers of the killed sweep (same session, started by this test)
             os.killpg(proc.pid, signal.SIGKILL)

@@ -9,6 +9,8 @@ plain install never needs it.
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -26,16 +28,42 @@ def run_serial(tasks: Sequence[Task]) -> Iterator[tuple[Task, Rows]]:
         yield t, run_task(t)
 
 
-def run_processes(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[Task, Rows]]:
+def _worker_init(parent_pid: int, inherited_fds: tuple[int, ...]) -> None:
+    """Workers must not outlive a killed sweep, nor keep its results file locked.
+
+    A forked worker inherits the parent's lock on the results file; after `kill -9` of the parent
+    an orphaned worker would keep that lock and make the resume fail. So each worker closes the
+    inherited descriptors and (Linux) asks to be killed when its parent dies.
+    """
+    for fd in inherited_fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            pr_set_pdeathsig = 1
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def run_processes(tasks: Sequence[Task], jobs: int, inherited_fds: Sequence[int] = ()) -> Iterator[tuple[Task, Rows]]:
     """A process pool, with at most 2*jobs tasks in flight so a 100k-point grid does not queue all.
 
-    fork (where available) starts workers in milliseconds and shares the already-imported modules.
+    fork (where available) starts workers in milliseconds and shares the already-imported modules;
+    `inherited_fds` (the results file and its lock) are closed in each worker.
     """
     if jobs <= 1 or len(tasks) <= 1:
         yield from run_serial(tasks)
         return
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init,
+                             initargs=(os.getpid(), tuple(inherited_fds))) as pool:
         pending: dict[Future, Task] = {}
         it = iter(tasks)
         for t in it:

@@ -83,7 +83,7 @@ def run_sweep(spec: SweepSpec, out: str | Path | None = None, *, jobs: int = 1, 
         _write_meta(out_path, spec, summary, started=True)
         todo_rows = sum(len(t.strategies) for t in tasks)
         bar = _progress(todo_rows, spec.name, progress, initial=summary.already_done, total=total)
-        stream = run_dask(tasks, jobs, scheduler) if executor == "dask" else run_processes(tasks, jobs)
+        stream = run_dask(tasks, jobs, scheduler) if executor == "dask" else run_processes(tasks, jobs, store.fds())
         for _task, rows in stream:
             for r in rows:
                 r["sweep"] = spec.name

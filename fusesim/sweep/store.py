@@ -150,6 +150,10 @@ class ResultStore:
             atomic_write(self.path, "\n".join(keep) + "\n")
         return done
 
+    def fds(self) -> list[int]:
+        """Descriptors a forked worker inherits and must close (see executors._worker_init)."""
+        return [fh.fileno() for fh in (self._fh, self._lock_fh) if fh is not None]
+
     def append(self, rows: Iterable[dict[str, Any]]) -> None:
         """All rows of one task in one write, then fsync: after a crash they are there or torn."""
         text = "".join(format_row(self.columns, r) for r in rows)
