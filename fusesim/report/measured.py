@@ -5,7 +5,7 @@ id, a time, and (when Nsight Compute ran) byte counters. A file it cannot read i
 `warnings` and skipped: a roofline with predictions only is better than no roofline.
 
 Recognised shapes: a list of entries, or a mapping with `results`, `kernels`, `cases` or
-`measurements`; an entry has `case` and either a time (`time_us`, `median_us`, `measured_us`,
+`measurements` or `rows`; an entry has `case` and either a time (`time_us`, `median_us`, `measured_us`,
 `queued_median_us`, `time_ms`) or nested timing blocks (`eager: {queued_median_us}`,
 `graph: {...}`), each of which becomes its own measurement named `<strategy>-<block>`.
 """
@@ -34,6 +34,8 @@ class Measurement:
     dsm_bytes: float | None = None
     flops: float | None = None
     source: str = ""
+    plan: str = ""  # the plan's summary line when the file gives one (joins by exact schedule)
+    plan_dict: dict[str, Any] | None = None  # the full Plan (Plan.from_dict) when the file records it
 
 
 @dataclass
@@ -75,7 +77,7 @@ def _entries(doc: Any) -> list[dict[str, Any]]:
     if isinstance(doc, list):
         return [e for e in doc if isinstance(e, dict)]
     if isinstance(doc, dict):
-        for key in ("results", "kernels", "cases", "measurements"):
+        for key in ("results", "kernels", "cases", "measurements", "rows"):
             if isinstance(doc.get(key), list):
                 return [e for e in doc[key] if isinstance(e, dict)]
         if "case" in doc:
@@ -95,16 +97,19 @@ def _from_entry(e: dict[str, Any], source: str) -> list[Measurement]:
     hbm = (hr or 0.0) + (hw_ or 0.0) if hr is not None or hw_ is not None else None
     l2, dsm = _pick(flat, L2_KEYS), _pick(flat, DSM_KEYS)
     flops = float(e["gflop"]) * 1e9 if isinstance(e.get("gflop"), int | float) else None
+    summary = e.get("summary") if isinstance(e.get("summary"), str) else ""
+    plan_dict = plan if isinstance(plan, dict) and "chain" in plan and "kernels" in plan else None
     out = []
     t = _time_us(e) or (_time_us(e["timing"]) if isinstance(e.get("timing"), dict) else None)
     if t is not None:
-        out.append(Measurement(case, strategy, t, hbm, l2, dsm, flops, source))
+        out.append(Measurement(case, strategy, t, hbm, l2, dsm, flops, source, summary, plan_dict))
     else:
         for block, body in e.items():
             if isinstance(body, dict) and block not in ("plan", "chain", "ncu", "env", "conv"):
                 tb = _time_us(body)
                 if tb is not None:
-                    out.append(Measurement(case, f"{strategy}-{block}", tb, hbm, l2, dsm, flops, source))
+                    out.append(Measurement(case, f"{strategy}-{block}", tb, hbm, l2, dsm, flops, source, summary,
+                                           plan_dict))
     return out
 
 
