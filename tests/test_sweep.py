@@ -293,3 +293,14 @@ def test_unconstrained_planner_uses_32_block_clusters_on_the_successor() -> None
     today = [r for t in tasks for r in evaluate_case(t)]
     assert max(r["cluster_size"] for r in today) <= 16
     assert any(r["cluster_size"] == 32 and r["buildable"] is False for r in free)
+
+
+def test_several_bases_make_an_hw_axis(tmp_path: Path) -> None:
+    spec = spec_from_dict({"name": "bases", "hw": ["h100_sxm", "h200"], "workloads": ["paper_gemm_chains"],
+                           "cases": ["G1"], "vary": {"l2_bandwidth_gbps": [5500, 11000]}, "evaluator": BOUND},
+                          "t.yaml")
+    assert spec.axis_columns == ["hw", "l2_bandwidth_gbps"]
+    run_sweep(spec, tmp_path / "r.csv", progress=False)
+    rows = read_rows(tmp_path / "r.csv")[1]
+    assert {(r["hw"], r["hw_name"]) for r in rows} == {("h100_sxm", "h100_sxm"), ("h200", "h200")}
+    assert len(rows) == 2 * 2 * 3
