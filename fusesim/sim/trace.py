@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TRACK = {"load": 1, "exchange": 2}  # category -> track offset within the SM (0: compute)
+MAX_EVENTS = 2_000_000  # beyond this, each cohort's spans go on its first SM only (viewers choke)
 
 
 @dataclass
@@ -38,7 +39,12 @@ class TraceRecorder:
             {"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "launcher"}},
             {"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "GPU (one track per SM)"}},
         ]
-        used = sorted({(sm, TRACK.get(s[2], 0)) for s in self.spans for sm in s[0]})
+        expand = sum(len(s[0]) for s in self.spans) <= MAX_EVENTS
+        if not expand:
+            out.append({"name": "trace_note", "ph": "i", "s": "g", "pid": 1, "tid": 0, "ts": 0,
+                        "args": {"note": "large trace: each wave's spans are shown on its first SM only"}})
+        spans = self.spans if expand else [(s[0][:1], *s[1:]) for s in self.spans]
+        used = sorted({(sm, TRACK.get(s[2], 0)) for s in spans for sm in s[0]})
         for sm, off in used:
             label = f"SM {sm:3d} (GPC {self.sm_gpc[sm]})" + {0: "", 1: " loads", 2: " DSM"}[off]
             tid = sm * 4 + off
@@ -46,7 +52,7 @@ class TraceRecorder:
             out.append({"name": "thread_sort_index", "ph": "M", "pid": 1, "tid": tid, "args": {"sort_index": tid}})
         for name, cat, s, e in self.host:
             out.append({"name": name, "cat": cat, "ph": "X", "pid": 0, "tid": 0, "ts": s / 1e3, "dur": (e - s) / 1e3})
-        for sms, name, cat, s, e, args in self.spans:
+        for sms, name, cat, s, e, args in spans:
             off = TRACK.get(cat, 0)
             for sm in sms:
                 ev = {"name": name, "cat": cat, "ph": "X", "pid": 1, "tid": sm * 4 + off, "ts": s / 1e3,
