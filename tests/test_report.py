@@ -257,3 +257,23 @@ def test_gain_against_an_explicit_reference_point(sweep_csv: Path) -> None:
     cell = {(round(t.get_position()[0]), round(t.get_position()[1])): t.get_text() for t in ax.texts}
     assert cell[(1, 0)] == "1.00"  # the reference cell
     assert "hbm_bandwidth_gbps=3350" in fig.axes[1].get_ylabel()
+
+
+def test_measured_reader_reads_fusesim_bench_json(tmp_path: Path) -> None:
+    """`fusesim bench` nests timed plans under each case; unverified plans are not measurements."""
+    from fusesim.plan import Plan
+    from fusesim.sim.examples import chain, unfused_plan
+
+    plan = unfused_plan(chain("G1", 128, 512, 32, 256))
+    doc = {"what": "fusesim bench", "cases": [{"case": "G1", "chain": plan.chain.to_dict(), "plans": [
+        {"strategy": "unfused", "plan": plan.to_dict(), "summary": plan.summary(), "verify": {"ok": True},
+         "time": {"queued_median_us": 7.5, "sync_median_us": 9.0},
+         "ncu": {"dram__bytes_read.sum": 1000.0, "dram__bytes_write.sum": 24.0}},
+        {"strategy": "dsm", "plan": plan.to_dict(), "summary": "x", "verify": {"ok": False}}],
+        "pytorch": {"eager": {"queued_median_us": 20.0}, "graph": {"queued_median_us": 12.0}}}]}
+    (tmp_path / "bench.json").write_text(json.dumps(doc))
+    m = load_measured(tmp_path)
+    got = {x.strategy: x for x in m.items}
+    assert set(got) == {"unfused", "pytorch-eager", "pytorch-graph"} and not m.warnings
+    assert got["unfused"].time_us == 7.5 and got["unfused"].hbm_bytes == 1024
+    assert Plan.from_dict(got["unfused"].plan_dict) == plan

@@ -85,10 +85,28 @@ def _entries(doc: Any) -> list[dict[str, Any]]:
     return []
 
 
+def _from_bench_case(e: dict[str, Any], case: str, source: str) -> list[Measurement]:
+    """`fusesim bench` shape: a case with `plans: [{strategy, plan, summary, verify, time, ncu}]`
+    and `pytorch: {eager, graph}`. Plans that failed verification are not measurements."""
+    out = []
+    for p in e["plans"]:
+        if not isinstance(p, dict) or (isinstance(p.get("verify"), dict) and not p["verify"].get("ok")):
+            continue
+        sub = {"case": case, **p}
+        if isinstance(p.get("time"), dict):
+            sub = {**sub, "timing": p["time"]}
+        out.extend(_from_entry(sub, source))
+    if isinstance(e.get("pytorch"), dict):
+        out.extend(_from_entry({"case": case, "strategy": "pytorch", **e["pytorch"]}, source))
+    return out
+
+
 def _from_entry(e: dict[str, Any], source: str) -> list[Measurement]:
     case = e.get("case") or e.get("case_id")
     if not isinstance(case, str):
         return []
+    if isinstance(e.get("plans"), list):
+        return _from_bench_case(e, case, source)
     plan = e.get("plan")
     strategy = e.get("strategy") or (plan.get("strategy") if isinstance(plan, dict) else None)
     strategy = strategy if isinstance(strategy, str) else "pytorch"
@@ -105,7 +123,8 @@ def _from_entry(e: dict[str, Any], source: str) -> list[Measurement]:
         out.append(Measurement(case, strategy, t, hbm, l2, dsm, flops, source, summary, plan_dict))
     else:
         for block, body in e.items():
-            if isinstance(body, dict) and block not in ("plan", "chain", "ncu", "env", "conv"):
+            if isinstance(body, dict) and block not in ("plan", "chain", "ncu", "env", "conv", "verify", "timing",
+                                                        "time"):
                 tb = _time_us(body)
                 if tb is not None:
                     out.append(Measurement(case, f"{strategy}-{block}", tb, hbm, l2, dsm, flops, source, summary,
