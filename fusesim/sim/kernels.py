@@ -305,38 +305,46 @@ class FusedCohort(Cohort):
         rows = _counts((m, k_j) for m, _nc, _ni, k_j in self.blocks_xy)
         # D does not depend on the block's M position: group blocks by (n_c, n_i, k_j)
         nik = _counts((nc, ni, k_j) for _m, nc, ni, k_j in self.blocks_xy)
+        a_r0 = [m * bm for (m, _k), _c in rows]
+        a_cnt = [c for _r, c in rows]
+        # D: per block group, its shuffle group g, L position q and own ring slice
+        d_geo = []
+        for (nc, ni, k_j), count in nik:
+            g, q = divmod(ni * cl.k + k_j, cl.l)
+            d_geo.append((nc, g, q, ni - g * cl.shuffle, count))
+        d_cnt = [c for *_x, c in d_geo]
         for p in range(self.n_passes):
             if p:
                 yield PHASE
             cols = _counts((self._n_tile(nc, p, ni), k_j) for _m, nc, ni, k_j in self.blocks_xy)
+            by_tensor: dict[str, tuple[list[int], list[int], list[int]]] = {}
+            for (n, k_j), count in cols:
+                for name in self._b_tensors(k_j):
+                    ks, ns, cs = by_tensor.setdefault(name, ([], [], []))
+                    ks.append(0 if mul else k_j * self.k_slice)
+                    ns.append(n * bn)
+                    cs.append(count)
+            a_k = [0 if mul else k_j * self.k_slice for (_m, k_j), _c in rows]
             for step in range(self.k_steps):
-                gran: dict[Key, int] = {}
-                l2_bytes = 0
-                for (m, k_j), count in rows:
-                    k0 = (0 if mul else k_j * self.k_slice) + step * bk
-                    l2_bytes += count * _add(gran, lay["A"].keys(m * bm, k0, bm, bk))
-                for (n, k_j), count in cols:
-                    k0 = (0 if mul else k_j * self.k_slice) + step * bk
-                    for name in self._b_tensors(k_j):
-                        l2_bytes += count * _add(gran, lay[name].keys(k0, n * bn, bk, bn))
-                yield list(gran.items()), l2_bytes
+                off = step * bk
+                gran, l2_bytes = lay["A"].keys_grid(a_r0, [k + off for k in a_k], bm, bk, a_cnt)
+                for name, (ks, ns, cs) in by_tensor.items():
+                    g, nbytes = lay[name].keys_grid([k + off for k in ks], ns, bk, bn, cs)
+                    gran += g
+                    l2_bytes += nbytes
+                yield gran, l2_bytes
             # GEMM1: block b = n_i*cls_k + k_j is position q = b % cls_l of shuffle group g = b // cls_l;
             # the group covers slices g*shuffle .. of this chunk, the block the L range q. At ring
             # step t a block holds slice (n_i + t) % shuffle of its group (fused.cu.j2's `ring`).
             shuffle = cl.shuffle
             for t in range(shuffle):
+                base = [self._n_tile(nc, p, g * shuffle + (own + t) % shuffle) * bn for nc, g, _q, own, _c in d_geo]
                 for sl in range(self.sub_passes):
                     yield PHASE
+                    c0s = [q * bl + sl * sub for _nc, _g, q, _o, _c in d_geo]
                     for tt in range(self.d_steps_per_slice):
-                        gran = {}
-                        l2_bytes = 0
-                        for (nc, ni, k_j), count in nik:
-                            g, q = divmod(ni * cl.k + k_j, cl.l)
-                            own = ni - g * shuffle
-                            slice_n = g * shuffle + (own + t) % shuffle
-                            row0 = self._n_tile(nc, p, slice_n) * bn + tt * self.d_rows
-                            l2_bytes += count * _add(gran, lay["D"].keys(row0, q * bl + sl * sub, self.d_rows, sub))
-                        yield list(gran.items()), l2_bytes
+                        off = tt * self.d_rows
+                        yield lay["D"].keys_grid([r + off for r in base], c0s, self.d_rows, sub, d_cnt)
 
     def _per_chunk(self, primitive: str) -> list[list[float]]:
         """Bytes per block of each execution of `primitive`, grouped by N chunk (times spread evenly)."""
