@@ -188,6 +188,16 @@ class Cohort:
         if self.trace is not None:
             self.trace.span(self.sm_ids, name, "exchange", start, self.env.now)
 
+    def smem_rmw(self, name: str, bytes_per_block: float):
+        """Register <-> own-SMEM traffic the generated code does outside the pipeline (E partials),
+        at the SM's SMEM bandwidth, shared by the blocks on the SM."""
+        if bytes_per_block <= 0:
+            return
+        start = self.env.now
+        yield self.env.timeout(bytes_per_block * self.blocks / (self.hw.smem_bandwidth_gbps_per_sm * self.sms))
+        if self.trace is not None:
+            self.trace.span(self.sm_ids, name, "smem", start, self.env.now)
+
     def cluster_barrier(self, name: str):
         if self.cluster_size <= 1:
             return

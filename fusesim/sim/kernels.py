@@ -361,6 +361,7 @@ class FusedCohort(Cohort):
         nb = len(self._b_tensors(0))
         flops0 = 2 * bm * bn * bk * nb
         flops1 = 2 * bm * self.d_rows * self.sub_l
+        e_sub_bytes = 2 * bm * self.sub_l * 4  # fp32 read + write of one E sub-tile
         exchange = self._per_chunk("dsm_all_exchange")
         shuffle_bytes = self._per_chunk("dsm_shuffle")
         shuffle = self.cl.shuffle
@@ -384,8 +385,12 @@ class FusedCohort(Cohort):
                     push = self.dsm_push(ring / (shuffle - 1))
                 for _sl in range(self.sub_passes):
                     self.next_phase()
+                    # the E sub-tile's fp32 partial comes from SMEM into registers and goes back
+                    # after the pipeline (fused.cu.j2 keeps E in SMEM between sub-tiles)
+                    yield from self.smem_rmw("E partial (load)", e_sub_bytes / 2)
                     for _ in range(self.d_steps_per_slice):
                         yield from self.stage_mma(flops1)
+                    yield from self.smem_rmw("E partial (store)", e_sub_bytes / 2)
                 if push is not None:
                     yield push
                     yield self.env.timeout(self.dsm_latency_ns)
