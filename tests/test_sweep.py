@@ -304,3 +304,18 @@ def test_several_bases_make_an_hw_axis(tmp_path: Path) -> None:
     rows = read_rows(tmp_path / "r.csv")[1]
     assert {(r["hw"], r["hw_name"]) for r in rows} == {("h100_sxm", "h100_sxm"), ("h200", "h200")}
     assert len(rows) == 2 * 2 * 3
+
+
+@pytest.mark.skipif(not _planner_ready(), reason="planner or simulator not importable")
+def test_reranked_evaluator_never_simulates_slower_than_the_first_choice() -> None:
+    from fusesim.sweep.evaluate import RERANK_K, evaluate_case, evaluate_case_reranked
+
+    spec = spec_from_dict({"hw": "h100_sxm", "workloads": ["paper_gemm_chains"], "cases": ["G4"],
+                           "strategies": ["unfused", "dsm"]}, "t.yaml")
+    (task,), _ = spec.tasks()
+    first = {r["plan_strategy"]: r for r in evaluate_case(task)}
+    checked = {r["plan_strategy"]: r for r in evaluate_case_reranked(task)}
+    for s in ("unfused", "dsm"):
+        assert checked[s]["sim_time_us"] <= first[s]["sim_time_us"] * (1 + 1e-9)
+        assert 1 <= checked[s]["plan_rank"] <= checked[s]["plans_simulated"] <= RERANK_K
+    assert first["dsm"]["plan_rank"] is None  # only the re-ranking evaluators fill it

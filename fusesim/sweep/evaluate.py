@@ -9,6 +9,9 @@ makes local and Dask runs give identical files.
 - `evaluate_case`: the real one — the planner's best plan per strategy, then its simulation.
 - `evaluate_case_unconstrained`: the same, with plans today's code generator cannot build allowed
   (hardware what-ifs: wgmma, clusters above 16).
+- `evaluate_case_reranked`, `evaluate_case_unconstrained_reranked`: the planner's top RERANK_K
+  plans per strategy are all simulated and the fastest *simulated* one is kept (`plan_rank` says
+  which of the planner's choices won): what a planner checked by the simulator would pick.
 - `bound_case`: an analytic bound with no planner and no simulator (max of FLOPs at the tensor
   peak and bytes at HBM bandwidth, plus launch overheads); cheap, for smoke tests and for
   measuring the sweep machinery's own overhead.
@@ -35,11 +38,12 @@ METRIC_COLUMNS = (
     "sim_dsm_bytes", "sim_util_tensor", "sim_util_hbm", "sim_util_dsm", "sim_util_l2", "sim_events",
     "cluster_m", "cluster_n", "cluster_k", "cluster_l", "cluster_size", "block_m", "block_n", "block_k",
     "block_l", "grid_m", "n_split", "n_passes", "stages", "instruction", "buildable", "plan",
-    "search_candidates", "search_s", "sim_wall_s", "eval_wall_s",
+    "plan_rank", "plans_simulated", "search_candidates", "search_s", "sim_wall_s", "eval_wall_s",
 )
 NONDETERMINISTIC_COLUMNS = ("search_s", "sim_wall_s", "eval_wall_s")
 
 Evaluator = Callable[[Task], list[dict[str, Any]]]
+RERANK_K = 5  # planner candidates per strategy the re-ranking evaluators simulate
 
 
 @lru_cache(maxsize=64)
@@ -122,12 +126,21 @@ def evaluate_case(task: Task) -> list[dict[str, Any]]:
     The planner prefers plans today's code generator can build (mma.sync only, clusters <= 16), so
     this answers "what would fusesim run on that machine". See `evaluate_case_unconstrained`.
     """
+    return _evaluate(task, _today_search(1))
+
+
+def evaluate_case_reranked(task: Task) -> list[dict[str, Any]]:
+    """Today's planner, its top RERANK_K plans per strategy re-ranked by simulated time."""
+    return _evaluate(task, _today_search(RERANK_K), rerank=True)
+
+
+def _today_search(top_k: int) -> Callable[[Chain, Any, tuple[str, ...]], Any]:
     from fusesim.planner import plan_case
 
     def search(chain: Chain, hw: Any, strategies: tuple[str, ...]) -> Any:
-        return plan_case(chain, hw, strategies=strategies, top_k=1)
+        return plan_case(chain, hw, strategies=strategies, top_k=top_k)
 
-    return _evaluate(task, search)
+    return search
 
 
 def evaluate_case_unconstrained(task: Task) -> list[dict[str, Any]]:
@@ -141,18 +154,26 @@ def evaluate_case_unconstrained(task: Task) -> list[dict[str, Any]]:
     The planner has no public switch for this yet, so the search runs with its buildability check
     answered "yes" (and outside its memo cache, which does not know about the switch).
     """
+    return _evaluate(task, _unconstrained_search(1), recheck_buildable=True)
+
+
+def evaluate_case_unconstrained_reranked(task: Task) -> list[dict[str, Any]]:
+    """The unconstrained planner, its top RERANK_K plans per strategy re-ranked by simulated time."""
+    return _evaluate(task, _unconstrained_search(RERANK_K), recheck_buildable=True, rerank=True)
+
+
+def _unconstrained_search(top_k: int) -> Callable[[Chain, Any, tuple[str, ...]], Any]:
     from fusesim.planner import search as planner_search
 
     def search(chain: Chain, hw: Any, strategies: tuple[str, ...]) -> Any:
         original = planner_search.check_buildable
         planner_search.check_buildable = _always_buildable
         try:
-            res = planner_search.run_search(chain, hw, strategies, 1, False)
+            return planner_search.run_search(chain, hw, strategies, top_k, False)
         finally:
             planner_search.check_buildable = original
-        return res
 
-    return _evaluate(task, search, recheck_buildable=True)
+    return search
 
 
 def _always_buildable(plan: Any) -> tuple[bool, str]:
@@ -160,7 +181,7 @@ def _always_buildable(plan: Any) -> tuple[bool, str]:
 
 
 def _evaluate(task: Task, search: Callable[[Chain, Any, tuple[str, ...]], Any],
-              recheck_buildable: bool = False) -> list[dict[str, Any]]:
+              recheck_buildable: bool = False, rerank: bool = False) -> list[dict[str, Any]]:
     from fusesim.sim import simulate
 
     hw = task.hw.hardware()
@@ -176,27 +197,41 @@ def _evaluate(task: Task, search: Callable[[Chain, Any, tuple[str, ...]], Any],
     for strategy in task.strategies:
         row = dict(base)
         if strategy == "best":
-            scored = [sp[0] for sp in res.plans.values() if sp]
-            best = min(scored, key=lambda sp: sp.predicted.time_ns) if scored else None
+            cands = sorted((sp for lst in res.plans.values() for sp in lst), key=lambda sp: sp.predicted.time_ns)
             reason = "; ".join(f"{s}: {r}" for s, r in sorted(res.infeasible.items()))
         else:
-            cands = res.plans.get(strategy) or []
-            best = cands[0] if cands else None
+            cands = list(res.plans.get(strategy) or [])
             reason = res.infeasible.get(strategy, "no feasible plan")
-        if best is None:
+        if not rerank:
+            cands = cands[:1]
+        if not cands:
             row.update({"status": "infeasible", "error": " ".join(str(reason).split())[:500]})
             out.append(row)
             continue
+        sims: list[tuple[float, int, Any, Any]] = []
+        failure: Exception | None = None
+        for rank, sp in enumerate(cands, start=1):
+            try:
+                r = simulate(sp.plan, hw, trace=False)
+            except Exception as exc:  # noqa: BLE001 - one plan's failure is that row's error
+                failure = failure or exc
+                continue
+            sims.append((r.time_ns, rank, sp, r))
+        if not sims:
+            row.update(_plan_columns(cands[0].plan))
+            row.update(_prediction_columns(cands[0].predicted))
+            row.update({"status": "error", "error": _one_line(failure or RuntimeError("no simulation"))})
+            out.append(row)
+            continue
+        _, rank, best, result = min(sims, key=lambda x: (x[0], x[1]))
         row.update(_plan_columns(best.plan))
         if recheck_buildable:
             from fusesim.capability import can_build
 
             row["buildable"] = bool(can_build(best.plan)[0])
         row.update(_prediction_columns(best.predicted))
-        try:
-            row.update(_sim_columns(simulate(best.plan, hw, trace=False)))
-        except Exception as exc:  # noqa: BLE001 - one strategy's failure is that row's error
-            row.update({"status": "error", "error": _one_line(exc)})
+        row.update(_sim_columns(result))
+        row.update({"plan_rank": rank, "plans_simulated": len(sims)})
         out.append(row)
     return out
 
