@@ -27,6 +27,7 @@ from fusesim.capability import (
 from fusesim.plan import Plan
 
 TEMPLATES = Path(__file__).parent / "templates"
+PREFETCH_BYTES = 64 * 1024  # per block and tensor: L2 prefetch of the first chunk's B panel and D slices
 INCLUDE = Path(__file__).parent / "include"
 
 
@@ -92,6 +93,7 @@ def render_fused(plan: Plan, name: str) -> str:
         cls_m=c.m, cls_n=c.n, cls_k=c.k, cls_l=c.l, grid_m=plan.grid_m, n_split=plan.n_split,
         n_passes=plan.n_passes, stages=plan.stages, threads=plan.threads, gated_mode=plan.gated_mode,
         wm0=wm0, wn0=wn0, wm1=wm1, wn1=wn1, smem_bytes=fused_layout(plan).total, e_regs=e_in_regs(plan),
+        prefetch_bytes=PREFETCH_BYTES,
     )
 
 
