@@ -318,4 +318,4 @@ def test_reranked_evaluator_never_simulates_slower_than_the_first_choice() -> No
     for s in ("unfused", "dsm"):
         assert checked[s]["sim_time_us"] <= first[s]["sim_time_us"] * (1 + 1e-9)
         assert 1 <= checked[s]["plan_rank"] <= checked[s]["plans_simulated"] <= RERANK_K
-    assert first["dsm"]["plan_rank"] is None  # only the re-ranking evaluators fill it
+    assert first["dsm"]["plan_rank"] == first["dsm"]["plans_simulated"] == 1  # the planner's first choice only
