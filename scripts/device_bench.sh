@@ -13,7 +13,7 @@ export FUSESIM_CACHE=${FUSESIM_CACHE:-/tmp/fusesim_cache}
 extra=()
 [ "${NCU:-0}" = 1 ] && extra+=(--ncu)
 rc=0
-timeout 240 python3 -m fusesim.gpu.oddshapes --out "$DEST/oddshapes.json" || rc=1
+timeout 120 python3 -m fusesim.gpu.oddshapes --out "$DEST/oddshapes.json" || rc=1
 for wl in paper_gemm_chains paper_gated_ffn paper_conv_chains; do
   python3 -m fusesim.commands.bench "workloads/$wl.yaml" --hw hw_configs/h200.yaml --plans "${PLANS:-planner}" \
     --top-k "${TOPK:-3}" --work /tmp/bench_work "${extra[@]}" --out "$DEST/bench_$wl.json" || rc=1

@@ -23,8 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--case", action="append", help="case id (repeatable; default all)")
     p.add_argument("--strategy", default="all", choices=("unfused", "smem", "dsm", "all"))
     p.add_argument("--top-k", type=int, default=3, help="plans per strategy to build and time")
-    p.add_argument("--plans", default="planner", choices=("planner", "hand", "both"),
-                   help="plan source (planner falls back to hand-built plans when it has none)")
+    p.add_argument("--plans", default="planner",
+                   help="plan source: planner (falls back to hand-built plans when it has none), hand, both, "
+                        "or file:PLANS.json ({case: [Plan.to_dict()]}, e.g. the best plans of an earlier run)")
     p.add_argument("--reps", type=int, default=60, help="timed launches per mode (>= 50)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--ncu", action="store_true", help="Nsight Compute traffic of each case's best plan")

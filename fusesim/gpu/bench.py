@@ -45,6 +45,11 @@ def select_plans(ch: Chain, hw: Any, strategies: tuple[str, ...], top_k: int, so
     """[{plan, source}] for one case."""
     chosen: list[dict[str, Any]] = []
     why = ""
+    if source.startswith("file:"):  # re-time plans listed in a JSON {case: [plan dicts]} (e.g. past winners)
+        listed = json.loads(Path(source[5:]).read_text()).get(ch.case_id, [])
+        plans = [Plan.from_dict(d) for d in listed]
+        chosen = [{"plan": p, "source": "file", "planner_note": ""} for p in plans if p.strategy in strategies]
+        return chosen
     if source in ("planner", "both") and hw is not None:
         got, why = planner_plans(ch, hw, strategies, top_k)
         for s in strategies:
