@@ -6,8 +6,10 @@ results/h200/ ran (fusesim/gpu/baseline.py), launches more:
 * ffn / conv_chain: act(A @ B) @ D -> GEMM, activation kernel, GEMM (3 kernels);
 * gated_ffn: (silu(A @ Bg) * (A @ Bu)) @ D -> GEMM, GEMM, silu, multiply, GEMM (5 kernels);
 * gemm_chain (no activation): 2 kernels, the plan itself.
-The GEMMs keep the plan's tiles; element-wise kernels move 16 KiB of output per 256-thread block.
-Every extra kernel pays the same launch overhead and kernel gap as any other (hardware YAML).
+The GEMMs keep the plan's tiles but use the machine's best tensor instruction (cuBLAS on Hopper
+runs wgmma + TMA kernels, while the generated unfused plan may be mma.sync); element-wise kernels
+move 16 KiB of output per 256-thread block. Every extra kernel pays the same launch overhead and
+kernel gap as any other (hardware YAML).
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ def _eltwise(plan: Plan, op: str, name: str) -> Kernel:
                   smem_bytes=0, tiles=Tiles(bm, bn, 0), stages=1, regs_per_thread=32)
 
 
-def torch_chain_plan(plan: Plan) -> Plan:
-    """The eager-PyTorch kernel sequence for the unfused `plan`'s chain (same GEMM tiles)."""
+def torch_chain_plan(plan: Plan, hw: Hardware | None = None) -> Plan:
+    """The eager-PyTorch kernel sequence for the unfused `plan`'s chain (same GEMM tiles; with
+    `hw`, the GEMMs use its best tensor instruction, as cuBLAS does)."""
     if plan.strategy != "unfused":
         raise ValueError("torch_chain_plan needs an unfused plan")
     ch = plan.chain
@@ -51,8 +54,10 @@ def torch_chain_plan(plan: Plan) -> Plan:
         kernels = (mm, _eltwise(plan, "eltwise:C->C", f"{ch.case_id}_{ch.activation}"), g1)
     else:
         kernels = plan.kernels
-    return plan.with_(kernels=kernels, notes=(*plan.notes, "eager PyTorch kernel sequence (fusesim.sim.baseline)"))
+    instruction = hw.best_instruction() if hw is not None else plan.instruction
+    return plan.with_(kernels=kernels, instruction=instruction,
+                      notes=(*plan.notes, "eager PyTorch kernel sequence (fusesim.sim.baseline)"))
 
 
 def simulate_torch_chain(plan: Plan, hw: Hardware, trace: bool = False) -> SimResult:
-    return simulate(torch_chain_plan(plan), hw, trace=trace)
+    return simulate(torch_chain_plan(plan, hw), hw, trace=trace)

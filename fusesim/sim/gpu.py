@@ -27,6 +27,21 @@ from fusesim.sim.trace import TraceRecorder
 PHASE = object()  # yielded by Cohort.loads() between software pipelines
 
 
+def smem_operand_bytes(family: str, rows: int, cols: int, depth: int, threads: int, mma_calls: int,
+                       stage_bytes: int, elem_bytes: int = 2) -> int:
+    """SMEM traffic of one pipeline stage of one block: the stage written by cp.async, plus, for
+    mma.sync, every warp reading its A rows and B columns with ldmatrix (`rows` x `cols` output
+    tile, `depth` deep, `mma_calls` accumulators sharing the A operand). wgmma reads its operands
+    from SMEM in the tensor core's own path, so only the fill is counted there."""
+    if family != "mma_sync":
+        return stage_bytes
+    from fusesim.capability import warp_grid
+
+    warps = max(threads // 32, 1)
+    wm, wn = warp_grid(rows, cols, warps) or (1, warps)
+    return stage_bytes + mma_calls * (wn * rows + wm * cols) * depth * elem_bytes
+
+
 class GPU:
     """SMs grouped in GPCs (uneven sizes from `hw.gpc_sm_counts`), HBM + L2, and the trace."""
 
@@ -82,6 +97,7 @@ class Cohort:
         self.sm_ids = tuple(sm_ids)
         self.sms = len(sm_ids)
         self.cluster_size = kernel.cluster_size
+        self.family = family
         self.sm_flops_per_ns = self.hw.tensor_flops_per_ns(family, dtype) / self.hw.sm_count
         cs = self.cluster_size
         self.dsm = None
@@ -150,10 +166,11 @@ class Cohort:
         self.trace.span(self.sm_ids, "load", "load", start, self.env.now)
 
     # ---- building blocks for consume() --------------------------------------------------------
-    def stage_mma(self, flops_per_block: float):
+    def stage_mma(self, flops_per_block: float, smem_bytes_per_block: float = 0.0):
         """Wait for the next SMEM stage, refill the stage freed by the previous MMA (load t+S-1,
         as the generated pipeline does), run this stage's MMAs at the cohort's share of the
-        tensor cores."""
+        tensor cores -- or of the SMEM bandwidth, when the operand traffic between SMEM and the
+        warps (`smem_bytes_per_block`, see `smem_operand_bytes`) takes longer: they overlap."""
         ev = self._pending.popleft()
         if not ev.processed:
             yield ev
@@ -161,7 +178,9 @@ class Cohort:
             self._issue()
         start = self.env.now
         self.gpu.flops += flops_per_block * self.blocks
-        yield self.env.timeout(flops_per_block * self.blocks / (self.sm_flops_per_ns * self.sms))
+        tensor_ns = flops_per_block * self.blocks / (self.sm_flops_per_ns * self.sms)
+        smem_ns = smem_bytes_per_block * self.blocks / (self.hw.smem_bandwidth_gbps_per_sm * self.sms)
+        yield self.env.timeout(max(tensor_ns, smem_ns))
         if self.stages == 1:  # a single buffer is refilled only after its MMAs
             self._issue()
         if self.trace is not None:

@@ -19,7 +19,7 @@ from math import gcd
 
 from fusesim.plan import DsmStep, Kernel, Plan
 from fusesim.sim import params
-from fusesim.sim.gpu import GPU, PHASE, Cohort
+from fusesim.sim.gpu import GPU, PHASE, Cohort, smem_operand_bytes
 from fusesim.sim.memory import Key, TensorLayout
 
 Granules = list[tuple[Key, int]]
@@ -204,8 +204,11 @@ class GemmCohort(Cohort):
     def consume(self):
         yield self.env.timeout(params.BLOCK_PROLOGUE_CYCLES * self.hw.cycle_ns)
         flops = 2 * self.bm * self.bn * self.bk * len(self.rhs)
+        nb = len(self.rhs)
+        smem = smem_operand_bytes(self.family, self.bm, self.bn, self.bk, self.kernel.threads, nb,
+                                  (self.bm * self.bk + nb * self.bk * self.bn) * self.eb, self.eb)
         for _ in range(self.steps):
-            yield from self.stage_mma(flops)
+            yield from self.stage_mma(flops, smem)
         gran: dict[Key, int] = {}
         l2_bytes = 0
         for (m, n), count in _counts((m, n) for m, n, _s in self.coords):
@@ -361,6 +364,10 @@ class FusedCohort(Cohort):
         nb = len(self._b_tensors(0))
         flops0 = 2 * bm * bn * bk * nb
         flops1 = 2 * bm * self.d_rows * self.sub_l
+        threads = self.kernel.threads
+        smem0 = smem_operand_bytes(self.family, bm, bn, bk, threads, nb, (bm * bk + nb * bk * bn) * self.eb, self.eb)
+        smem1 = smem_operand_bytes(self.family, bm, self.sub_l, self.d_rows, threads, 1,
+                                   self.d_rows * self.sub_l * self.eb, self.eb)
         e_sub_bytes = 2 * bm * self.sub_l * 4  # fp32 read + write of one E sub-tile
         exchange = self._per_chunk("dsm_all_exchange")
         shuffle_bytes = self._per_chunk("dsm_shuffle")
@@ -369,7 +376,7 @@ class FusedCohort(Cohort):
             if p:
                 self.next_phase()
             for _ in range(self.k_steps):
-                yield from self.stage_mma(flops0)
+                yield from self.stage_mma(flops0, smem0)
             # dsm_all_exchange: push the partials to the cls_k - 1 peers, one cluster barrier
             for nbytes in exchange[p]:
                 yield from self.dsm_step("dsm_all_exchange", nbytes)
@@ -389,7 +396,7 @@ class FusedCohort(Cohort):
                     # after the pipeline (fused.cu.j2 keeps E in SMEM between sub-tiles)
                     yield from self.smem_rmw("E partial (load)", e_sub_bytes / 2)
                     for _ in range(self.d_steps_per_slice):
-                        yield from self.stage_mma(flops1)
+                        yield from self.stage_mma(flops1, smem1)
                     yield from self.smem_rmw("E partial (store)", e_sub_bytes / 2)
                 if push is not None:
                     yield push
