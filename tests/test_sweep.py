@@ -319,3 +319,10 @@ def test_reranked_evaluator_never_simulates_slower_than_the_first_choice() -> No
         assert checked[s]["sim_time_us"] <= first[s]["sim_time_us"] * (1 + 1e-9)
         assert 1 <= checked[s]["plan_rank"] <= checked[s]["plans_simulated"] <= RERANK_K
     assert first["dsm"]["plan_rank"] == first["dsm"]["plans_simulated"] == 1  # the planner's first choice only
+
+
+def test_unknown_evaluator_fails_the_spec_not_every_row(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as ei:
+        run_sweep(small_spec(evaluator="fusesim.sweep.evaluate:no_such_fn"), tmp_path / "r.csv", progress=False)
+    assert ei.value.field == "evaluator" and ei.value.file == "t.yaml"
+    assert not (tmp_path / "r.csv").exists()

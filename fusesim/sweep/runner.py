@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fusesim import __version__
+from fusesim.errors import InputError
 from fusesim.sweep.evaluate import METRIC_COLUMNS
 from fusesim.sweep.executors import run_dask, run_processes
 from fusesim.sweep.spec import SweepSpec
@@ -67,6 +68,7 @@ def run_sweep(spec: SweepSpec, out: str | Path | None = None, *, jobs: int = 1, 
     `limit` caps how many tasks run this time (a partial run that a later run completes).
     """
     out_path = Path(out) if out else default_out(spec)
+    _check_evaluator(spec)
     columns = columns_for(spec)
     store = ResultStore(out_path, columns)
     done = store.open(retry_errors=retry_errors)
@@ -112,6 +114,18 @@ def run_sweep(spec: SweepSpec, out: str | Path | None = None, *, jobs: int = 1, 
         summary.parquet = str(out_path.with_suffix(".parquet"))
     _write_meta(out_path, spec, summary, started=False)
     return summary
+
+
+def _check_evaluator(spec: SweepSpec) -> None:
+    """A misspelt evaluator fails the spec now, not as one error row per point."""
+    from fusesim.sweep.evaluate import resolve_evaluator
+
+    try:
+        fn = resolve_evaluator(spec.evaluator)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise InputError(spec.file, "evaluator", f"cannot import {spec.evaluator!r}: {exc}") from None
+    if not callable(fn):
+        raise InputError(spec.file, "evaluator", f"{spec.evaluator!r} is not a function")
 
 
 def _progress(n: int, name: str, enabled: bool, initial: int, total: int) -> Any:
