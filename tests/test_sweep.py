@@ -56,7 +56,7 @@ def strip(rows: list[dict]) -> list[dict]:
 def test_shipped_specs_build_valid_grids(spec: Path) -> None:
     s = load_spec(spec)
     machines = s.validate_hardware()
-    assert len(machines) >= 4
+    assert len(machines) >= 3
     tasks, total = s.tasks()
     assert total == len(machines) * len(s.chains()) * len(s.strategies)
     assert sum(len(t.strategies) for t in tasks) == total
