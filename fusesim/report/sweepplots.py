@@ -151,12 +151,16 @@ def plot_speedup_lines(table: SweepTable, x: str, target: str = "dsm", baseline:
     ax = fig.add_subplot(1, 1, 1)
     xs = table.values(x)
     numeric = _log2_axis(xs)
+    drawn = 0
     for case in (cases or table.cases()):
         pts = sorted(by_case.get(case, []), key=lambda p: xs.index(p[0]) if p[0] in xs else 0)
         if not pts:
             continue
         px = [p[0] if numeric else xs.index(p[0]) for p in pts]
-        ax.plot(px, [p[1] for p in pts], marker="o", ms=3, lw=1, label=case)
+        # ten colours, then the next line style: 26 paper cases stay tellable apart
+        ax.plot(px, [p[1] for p in pts], marker="os^"[drawn // 10 % 3], ms=3, lw=1,
+                ls=("-", "--", ":")[drawn // 10 % 3], color=f"C{drawn % 10}", label=case)
+        drawn += 1
     if numeric:
         ax.set_xscale("log", base=2)
         ax.set_xticks(xs)
