@@ -326,3 +326,20 @@ def test_unknown_evaluator_fails_the_spec_not_every_row(tmp_path: Path) -> None:
         run_sweep(small_spec(evaluator="fusesim.sweep.evaluate:no_such_fn"), tmp_path / "r.csv", progress=False)
     assert ei.value.field == "evaluator" and ei.value.file == "t.yaml"
     assert not (tmp_path / "r.csv").exists()
+
+
+def test_resume_under_other_code_warns(tmp_path: Path) -> None:
+    import json
+
+    out = tmp_path / "r.csv"
+    run_sweep(small_spec(), out, progress=False)
+    meta_path = out.with_suffix(".meta.json")
+    meta = json.loads(meta_path.read_text())
+    assert meta["state"] == "finished" and meta["summary"]["computed"] == 18
+    meta["code_version"] = "0000000"
+    meta_path.write_text(json.dumps(meta))
+    s = run_sweep(small_spec(), out, progress=False)
+    from fusesim.sweep.runner import code_version
+
+    if code_version():
+        assert s.warnings and "0000000" in s.warnings[0]

@@ -123,6 +123,8 @@ def run_cmd(args: argparse.Namespace) -> int:
             print("note: dropped a torn last line left by an interrupted run")
         for e in summary.first_errors:
             print(f"error: {e}", file=sys.stderr)
+        for w in summary.warnings:
+            print(f"warning: {w}", file=sys.stderr)
     if args.plot:
         _plot(args, summary.out)
     return 0

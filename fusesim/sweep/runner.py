@@ -49,6 +49,7 @@ class SweepSummary:
     tasks: int = 0
     dropped_torn: int = 0
     first_errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def rows_per_s(self) -> float:
@@ -72,6 +73,7 @@ def run_sweep(spec: SweepSpec, out: str | Path | None = None, *, jobs: int = 1, 
     columns = columns_for(spec)
     store = ResultStore(out_path, columns)
     done = store.open(retry_errors=retry_errors)
+    previous = _previous_code_version(out_path) if done else None
     t0 = time.perf_counter()
     try:
         tasks, total = spec.tasks(done)
@@ -82,6 +84,11 @@ def run_sweep(spec: SweepSpec, out: str | Path | None = None, *, jobs: int = 1, 
         summary = SweepSummary(spec.name, str(out_path), None, total, already,
                                0, executor=executor, workers=jobs, tasks=len(tasks),
                                dropped_torn=store.dropped_torn)
+        now = code_version()
+        if previous and now and previous != now and already:
+            summary.warnings.append(
+                f"{already} rows were computed by fusesim {previous} and are reused by {now}; point ids "
+                "do not include the code version, so use a new --out to recompute them with this code")
         _write_meta(out_path, spec, summary, started=True)
         todo_rows = sum(len(t.strategies) for t in tasks)
         bar = _progress(todo_rows, spec.name, progress, initial=summary.already_done, total=total)
@@ -139,10 +146,35 @@ def _progress(n: int, name: str, enabled: bool, initial: int, total: int) -> Any
                 smoothing=0.1)
 
 
+def code_version() -> str | None:
+    """The git commit of this fusesim checkout (with '+dirty' for local edits), when there is one."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "fusesim"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}+dirty" if head and dirty else head or None
+
+
+def _previous_code_version(out_path: Path) -> str | None:
+    try:
+        return json.loads(out_path.with_suffix(".meta.json").read_text()).get("code_version")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def _write_meta(out_path: Path, spec: SweepSpec, summary: SweepSummary, started: bool) -> None:
     """A sidecar that says what produced the CSV: spec, versions, executor, counts."""
     meta = {
         "fusesim_version": __version__,
+        "code_version": code_version(),
         "spec": spec.to_dict(),
         "columns": columns_for(spec),
         "state": "running" if started else "finished",
