@@ -57,7 +57,6 @@ class GPU:
         self.trace = TraceRecorder(sm_gpc) if trace else None
         self.dsm_bytes = 0
         self.flops = 0
-        self.dsm_link_bytes_per_ns = 0.0  # per-SM DSM bandwidth of the widest cluster run (utilization)
 
     def cluster_slots(self, cluster_size: int, blocks_per_sm: int) -> list[tuple[int, ...]]:
         """Where resident clusters go, in dispatch order: each inside one GPC on distinct SMs.
@@ -106,7 +105,6 @@ class Cohort:
             self.dsm = FluidServer(self.env, f"dsm{cs}", link * self.sms)
             self.dsm_latency_ns = self.hw.dsm_latency_ns[cs]
             self.barrier_ns = self.hw.cluster_barrier_ns[cs]
-            gpu.dsm_link_bytes_per_ns = max(gpu.dsm_link_bytes_per_ns, link)
         self.stages = max(kernel.stages, 1)
         self.window = max(self.stages - 1, 1)  # loads in flight ahead of the MMAs
         self._blocked = False
