@@ -15,7 +15,8 @@ from fusesim.errors import InputError
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("roofline", help="hierarchical roofline (tensor peak; HBM, L2, DSM) with each case's points",
-                       description=__doc__)
+                       description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("workload", help="workload YAML")
     add_hw(p)
     p.add_argument("--case", nargs="+", help="only these case ids")

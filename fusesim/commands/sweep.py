@@ -18,7 +18,8 @@ PLOT_METRICS = ("speedup", "gain", "time")
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="sweep hardware parameters over workloads (resumable; local or Dask)",
-                       description=__doc__)
+                       description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("spec", nargs="?", help="sweep spec YAML (see sweeps/); or build one with the flags below")
     g = p.add_argument_group("grid from flags (instead of a spec)")
     g.add_argument("--hw", nargs="+", help="base hardware YAML (several: the base becomes an axis)")
