@@ -20,6 +20,7 @@ makes local and Dask runs give identical files.
 from __future__ import annotations
 
 import importlib
+import threading
 import time
 from collections.abc import Callable
 from functools import lru_cache
@@ -44,6 +45,9 @@ NONDETERMINISTIC_COLUMNS = ("search_s", "sim_wall_s", "eval_wall_s")
 
 Evaluator = Callable[[Task], list[dict[str, Any]]]
 RERANK_K = 5  # planner candidates per strategy the re-ranking evaluators simulate
+# The unconstrained search swaps the planner's buildability check for the duration of one search;
+# a multi-threaded Dask worker must not run a normal search meanwhile, so both take this lock.
+_PLANNER_SWAP = threading.Lock()
 
 
 @lru_cache(maxsize=64)
@@ -138,7 +142,8 @@ def _today_search(top_k: int) -> Callable[[Chain, Any, tuple[str, ...]], Any]:
     from fusesim.planner import plan_case
 
     def search(chain: Chain, hw: Any, strategies: tuple[str, ...]) -> Any:
-        return plan_case(chain, hw, strategies=strategies, top_k=top_k)
+        with _PLANNER_SWAP:
+            return plan_case(chain, hw, strategies=strategies, top_k=top_k)
 
     return search
 
@@ -166,12 +171,13 @@ def _unconstrained_search(top_k: int) -> Callable[[Chain, Any, tuple[str, ...]],
     from fusesim.planner import search as planner_search
 
     def search(chain: Chain, hw: Any, strategies: tuple[str, ...]) -> Any:
-        original = planner_search.check_buildable
-        planner_search.check_buildable = _always_buildable
-        try:
-            return planner_search.run_search(chain, hw, strategies, top_k, False)
-        finally:
-            planner_search.check_buildable = original
+        with _PLANNER_SWAP:
+            original = planner_search.check_buildable
+            planner_search.check_buildable = _always_buildable
+            try:
+                return planner_search.run_search(chain, hw, strategies, top_k, False)
+            finally:
+                planner_search.check_buildable = original
 
     return search
 
