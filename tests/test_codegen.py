@@ -13,32 +13,11 @@ import pytest
 
 from fusesim.capability import SMEM_LIMIT_BYTES, can_build, e_in_regs, fused_layout
 from fusesim.codegen import CannotBuild, generate, safe_name
-from fusesim.codegen.handplans import candidates, fused, unfused
-from fusesim.gpu.oddshapes import ODD_CHAINS, _ffn
+from fusesim.codegen.handplans import candidates, fused, representative_plans
+from fusesim.gpu.oddshapes import _ffn
 from fusesim.plan import ClusterShape, Tiles
-from fusesim.workload import Chain, ConvGeom
 
 CH = _ffn("t", 96, 2048, 512, 512, "gelu")
-GATED = _ffn("tg", 96, 1024, 256, 256, gated=True)
-CONV = Chain("tc", "conv_chain", 14 * 14, 128, 9 * 64, 256, "relu", False, conv=ConvGeom(1, 14, 14, 64, 3))
-
-
-def representative_plans():
-    """One plan per template family and dsm_comm form (what CI compiles)."""
-    return {
-        "gemm": unfused(CH, 64, 64, 64),
-        "gemm_gated_im2col_predicated": unfused(ODD_CHAINS[3], 64, 32, 32),
-        "gemm_conv3x3": unfused(CONV, 64, 64, 64),
-        "fused_smem_inter_cluster": fused(CH, ClusterShape(1, 1, 1, 1), 64, 64, 64, n_split=8),
-        "fused_dsm_exchange_shuffle_reduce": fused(CH, ClusterShape(1, 4, 2, 4), 64, 64, 64, n_split=1),
-        "fused_dsm_e_regs": fused(CH, ClusterShape(1, 4, 2, 4), 64, 64, 64, n_split=8),
-        "fused_dsm_cluster16": fused(CH, ClusterShape(1, 16, 1, 16), 64, 32, 32, n_split=4),
-        "fused_dsm_mul_exchange": fused(GATED, ClusterShape(1, 2, 2, 4), 64, 64, 64, n_split=8,
-                                        gated_mode="mul_exchange"),
-        "fused_dsm_gated_sequential": fused(GATED, ClusterShape(1, 2, 2, 2), 64, 64, 64, n_split=2),
-        "fused_dsm_im2col_cls_m2": fused(CONV, ClusterShape(2, 2, 1, 2), 64, 64, 64, n_split=1),
-    }
-
 
 def test_representative_plans_are_buildable():
     for name, plan in representative_plans().items():

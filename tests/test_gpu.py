@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _hopper(), reason="needs t
 
 
 def _plans():
-    from tests.test_codegen import representative_plans
+    from fusesim.codegen.handplans import representative_plans
 
     return representative_plans()
 

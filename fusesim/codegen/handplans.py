@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fusesim.capability import can_build, fused_layout, gemm_smem_bytes
 from fusesim.plan import ClusterShape, DsmStep, Kernel, Placement, Plan, Schedule, Tiles
-from fusesim.workload import Chain
+from fusesim.workload import Chain, ConvGeom
 
 FP32 = 4
 
@@ -187,3 +187,31 @@ def candidates(ch: Chain, per_strategy: int = 3, sms: int = 132) -> dict[str, li
                 picked.append(p)
         out[k] = picked[:per_strategy]
     return out
+
+
+def _chain(cid: str, m: int, n: int, k: int, l: int, act: str = "gelu", gated: bool = False) -> Chain:  # noqa: E741
+    return Chain(cid, "gated_ffn" if gated else "ffn", m, n, k, l, "silu" if gated else act, gated)
+
+
+_REP_FFN = _chain("t", 96, 2048, 512, 512, "gelu")
+_REP_GATED = _chain("tg", 96, 1024, 256, 256, gated=True)
+_REP_CONV = Chain("tc", "conv_chain", 14 * 14, 128, 9 * 64, 256, "relu", False, conv=ConvGeom(1, 14, 14, 64, 3))
+
+
+def representative_plans() -> dict[str, Plan]:
+    """One plan per template family and dsm_comm form (what CI compiles)."""
+    return {
+        "gemm": unfused(_REP_FFN, 64, 64, 64),
+        "gemm_gated_im2col_predicated": unfused(_chain("tg77", 77, 768, 160, 192, gated=True), 64, 32, 32),
+        "gemm_conv3x3": unfused(_REP_CONV, 64, 64, 64),
+        "fused_smem_inter_cluster": fused(_REP_FFN, ClusterShape(1, 1, 1, 1), 64, 64, 64, n_split=8),
+        "fused_dsm_exchange_shuffle_reduce": fused(_REP_FFN, ClusterShape(1, 4, 2, 4), 64, 64, 64, n_split=1),
+        "fused_dsm_e_regs": fused(_REP_FFN, ClusterShape(1, 4, 2, 4), 64, 64, 64, n_split=8),
+        "fused_dsm_cluster16": fused(_REP_FFN, ClusterShape(1, 16, 1, 16), 64, 32, 32, n_split=4),
+        "fused_dsm_mul_exchange": fused(_REP_GATED, ClusterShape(1, 2, 2, 4), 64, 64, 64, n_split=8,
+                                        gated_mode="mul_exchange"),
+        "fused_dsm_gated_sequential": fused(_REP_GATED, ClusterShape(1, 2, 2, 2), 64, 64, 64, n_split=2),
+        "fused_dsm_im2col_cls_m2": fused(_REP_CONV, ClusterShape(2, 2, 1, 2), 64, 64, 64, n_split=1),
+    }
+
+
