@@ -343,3 +343,19 @@ def test_resume_under_other_code_warns(tmp_path: Path) -> None:
 
     if code_version():
         assert s.warnings and "0000000" in s.warnings[0]
+
+
+@pytest.mark.skipif(not _planner_ready(), reason="planner or simulator not importable")
+def test_traces_folder_gets_one_perfetto_trace_per_row(tmp_path: Path) -> None:
+    from fusesim.report import load_trace, plot_timeline
+
+    spec = spec_from_dict({"hw": "h100_sxm", "workloads": ["paper_gemm_chains"], "cases": ["G1"],
+                           "strategies": ["unfused", "dsm"]}, "t.yaml")
+    run_sweep(spec, tmp_path / "r.csv", progress=False, traces=tmp_path / "traces")
+    rows = read_rows(tmp_path / "r.csv")[1]
+    assert len(rows) == 2
+    for r in rows:
+        events = load_trace(r["trace_file"])
+        assert any(e.get("ph") == "X" for e in events)
+        assert plot_timeline(events, max_tracks=4).axes[0].get_yticklabels()
+    assert sorted(p.name.split("-")[1] for p in (tmp_path / "traces").glob("*.json")) == ["dsm", "unfused"]

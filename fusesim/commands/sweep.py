@@ -45,6 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--retry-errors", action="store_true", help="recompute rows that failed before")
     run.add_argument("--limit", type=int, help="run at most this many tasks now (resume later)")
     run.add_argument("--no-parquet", action="store_true", help="skip the Parquet copy")
+    run.add_argument("--traces", metavar="DIR", help="write a Chrome/Perfetto trace of every simulated plan here "
+                                                     "(one JSON per row; for small grids)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--dry-run", action="store_true", help="print the grid size and columns; run nothing")
     pl = p.add_argument_group("plotting")
@@ -112,7 +114,7 @@ def run_cmd(args: argparse.Namespace) -> int:
         return 0
     summary = run_sweep(spec, args.out, jobs=args.jobs, dask=args.dask, scheduler=args.scheduler,
                         retry_errors=args.retry_errors, progress=not args.quiet and args.format != "json",
-                        parquet=not args.no_parquet, limit=args.limit)
+                        parquet=not args.no_parquet, limit=args.limit, traces=args.traces)
     if args.format == "json":
         print_json(summary.to_dict())
     else:

@@ -16,14 +16,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from fusesim.errors import InputError
 from fusesim.report.figures import new_figure, save_png
 
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-           "#bcbd22", "#17becf")
+PALETTE = tuple(matplotlib.colormaps["tab20"].colors) + tuple(matplotlib.colormaps["tab20b"].colors)
 
 
 def load_trace(path: str | Path) -> list[dict[str, Any]]:

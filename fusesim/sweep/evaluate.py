@@ -39,7 +39,7 @@ METRIC_COLUMNS = (
     "sim_dsm_bytes", "sim_util_tensor", "sim_util_hbm", "sim_util_dsm", "sim_util_l2", "sim_events",
     "cluster_m", "cluster_n", "cluster_k", "cluster_l", "cluster_size", "block_m", "block_n", "block_k",
     "block_l", "grid_m", "n_split", "n_passes", "stages", "instruction", "buildable", "plan",
-    "plan_rank", "plans_simulated", "search_candidates", "search_s", "sim_wall_s", "eval_wall_s",
+    "plan_rank", "plans_simulated", "search_candidates", "search_s", "trace_file", "sim_wall_s", "eval_wall_s",
 )
 NONDETERMINISTIC_COLUMNS = ("search_s", "sim_wall_s", "eval_wall_s")
 
@@ -230,6 +230,8 @@ def _evaluate(task: Task, search: Callable[[Chain, Any, tuple[str, ...]], Any],
             out.append(row)
             continue
         _, rank, best, result = min(sims, key=lambda x: (x[0], x[1]))
+        if task.trace_dir:
+            row["trace_file"] = _write_trace(task, strategy, best.plan, hw)
         row.update(_plan_columns(best.plan))
         if recheck_buildable:
             from fusesim.capability import can_build
@@ -240,6 +242,26 @@ def _evaluate(task: Task, search: Callable[[Chain, Any, tuple[str, ...]], Any],
         row.update({"plan_rank": rank, "plans_simulated": len(sims)})
         out.append(row)
     return out
+
+
+def _write_trace(task: Task, strategy: str, plan: Any, hw: Any) -> str:
+    """The chosen plan simulated once more with tracing, as a Perfetto-loadable Chrome trace.
+
+    Traced separately so that tracing never changes which plan wins or the row's numbers."""
+    import json
+    from pathlib import Path
+
+    from fusesim.sim import simulate
+    from fusesim.yamlio import atomic_write
+
+    res = simulate(plan, hw, trace=True)
+    pid = task.point_ids[task.strategies.index(strategy)]
+    path = Path(task.trace_dir or ".") / f"{task.case_id}-{strategy}-{pid}.json"
+    doc = {"traceEvents": res.trace or [], "displayTimeUnit": "ns",
+           "metadata": {"case": task.case_id, "strategy": strategy, "plan": plan.summary(),
+                        "axes": {k: v for k, v in task.axes}, "hw": hw.name, "time_us": res.time_ns / 1e3}}
+    atomic_write(path, json.dumps(doc, default=str))
+    return str(path)
 
 
 def evaluate_point(base_hw_path: str, overrides: dict[str, Any] | None, workload_path: str, case_id: str,

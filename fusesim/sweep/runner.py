@@ -63,10 +63,12 @@ class SweepSummary:
 
 def run_sweep(spec: SweepSpec, out: str | Path | None = None, *, jobs: int = 1, dask: bool = False,
               scheduler: str | None = None, retry_errors: bool = False, progress: bool = True,
-              parquet: bool = True, limit: int | None = None) -> SweepSummary:
+              parquet: bool = True, limit: int | None = None, traces: str | Path | None = None) -> SweepSummary:
     """Evaluate every missing row of the grid; safe to kill at any moment and run again.
 
     `limit` caps how many tasks run this time (a partial run that a later run completes).
+    `traces`: a folder that receives a Chrome/Perfetto trace of every row's simulated plan
+    (evaluators that simulate; rows finished by an earlier run get none).
     """
     out_path = Path(out) if out else default_out(spec)
     _check_evaluator(spec)
@@ -76,7 +78,10 @@ def run_sweep(spec: SweepSpec, out: str | Path | None = None, *, jobs: int = 1, 
     previous = _previous_code_version(out_path) if done else None
     t0 = time.perf_counter()
     try:
-        tasks, total = spec.tasks(done)
+        trace_dir = str(Path(traces).resolve()) if traces else None
+        if trace_dir:
+            Path(trace_dir).mkdir(parents=True, exist_ok=True)
+        tasks, total = spec.tasks(done, trace_dir)
         already = total - sum(len(t.strategies) for t in tasks)
         if limit is not None:
             tasks = tasks[:limit]

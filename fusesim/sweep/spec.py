@@ -138,6 +138,7 @@ class Task:
     strategies: tuple[str, ...]
     point_ids: tuple[str, ...]  # one per strategy, same order
     evaluator: str
+    trace_dir: str | None = None  # write a Chrome/Perfetto trace of each simulated plan here
 
 
 @dataclass
@@ -209,7 +210,7 @@ class SweepSpec:
                     from None
         return out
 
-    def tasks(self, done: set[str] | None = None) -> tuple[list[Task], int]:
+    def tasks(self, done: set[str] | None = None, trace_dir: str | None = None) -> tuple[list[Task], int]:
         """Tasks for every (machine, case) with strategies not yet in `done`; also the row total."""
         done = done or set()
         chains = self.chains()
@@ -225,7 +226,7 @@ class SweepSpec:
                         ids.append(pid)
                 if strategies:
                     tasks.append(Task(gp.hw, gp.axes, wpath, wname, ch.case_id, tuple(strategies),
-                                      tuple(ids), self.evaluator))
+                                      tuple(ids), self.evaluator, trace_dir))
         return tasks, total
 
     def to_dict(self) -> dict[str, Any]:
