@@ -36,9 +36,15 @@ def planner_plans(ch: Chain, hw: Any, strategies: tuple[str, ...], top_k: int) -
         return {}, f"planner failed: {exc!r}"
     out: dict[str, list[Plan]] = {}
     for s in strategies:
-        plans = [sp.plan for sp in res.plans.get(s, [])]
-        out[s] = [p for p in plans if can_build(p)[0]][:top_k]
+        scored = [sp for sp in res.plans.get(s, []) if can_build(sp.plan)[0]][:top_k]
+        for sp in scored:
+            pr = sp.predicted
+            _PREDICTED[sp.plan.to_json()] = {"time_us": pr.time_ns / 1e3, "bytes": dict(pr.bytes), "bound": pr.bound}
+        out[s] = [sp.plan for sp in scored]
     return out, ""
+
+
+_PREDICTED: dict[str, dict[str, Any]] = {}  # planner predictions by plan JSON, recorded next to measurements
 
 
 def select_plans(ch: Chain, hw: Any, strategies: tuple[str, ...], top_k: int, source: str) -> list[dict[str, Any]]:
@@ -65,6 +71,8 @@ def select_plans(ch: Chain, hw: Any, strategies: tuple[str, ...], top_k: int, so
         if key not in seen:
             seen.add(key)
             c["planner_note"] = why
+            if key in _PREDICTED:
+                c["predicted"] = _PREDICTED[key]
             out.append(c)
     return out
 
@@ -96,6 +104,7 @@ def run_case(ch: Chain, entries: list[dict[str, Any]], reps: int, seed: int, tor
     for i, e in enumerate(entries):
         plan = Plan.from_dict(e["plan"])
         row: dict[str, Any] = {"strategy": plan.strategy, "source": e["source"], "summary": plan.summary(),
+                               "predicted": e.get("predicted"),
                                "threads": plan.threads, "plan": e["plan"], "so": e.get("so"), "build_error": e.get("error")}
         if e.get("so"):
             try:
@@ -148,8 +157,8 @@ def bench(cases: list[Chain], hw: Any, strategies: tuple[str, ...], top_k: int, 
         e["so"], e["error"] = so, err
     results = []
     for ch in cases:
-        entries = [{"plan": e["plan"].to_dict(), "source": e["source"], "so": e["so"], "error": e["error"]}
-                   for e in per_case[ch.case_id]]
+        entries = [{"plan": e["plan"].to_dict(), "source": e["source"], "so": e["so"], "error": e["error"],
+                    "predicted": e.get("predicted")} for e in per_case[ch.case_id]]
         inp, outp = work / f"{ch.case_id}.in.json", work / f"{ch.case_id}.out.json"
         inp.write_text(json.dumps({"chain": ch.to_dict(), "entries": entries, "reps": reps, "seed": seed,
                                    "torch": torch_baseline}))
