@@ -1,7 +1,7 @@
 """`fusesim codegen WORKLOAD --hw HW --case ID [--strategy S] --out DIR`: write the .cu of a plan.
 
-The plan comes from the planner (`best_plan`); `--plans hand` uses fusesim.codegen.handplans
-instead. The .cu lands next to the device headers, with the plan as JSON, so that
+The plan is the planner's fastest predicted buildable plan (`plan_case`, top 16, filtered by
+capability); `--plans hand` uses fusesim.codegen.handplans instead. The .cu lands next to the device headers, with the plan as JSON, so that
 `nvcc -gencode=arch=compute_90a,code=sm_90a -I DIR -shared -Xcompiler -fPIC` builds it standalone.
 """
 
@@ -32,19 +32,19 @@ def _plan_for(ch, hw, strategy: str, source: str):
 
     if source == "planner":
         try:
-            from fusesim.planner import Infeasible, best_plan  # type: ignore[attr-defined]
+            from fusesim.planner import plan_case  # type: ignore[attr-defined]
         except ImportError:
             source = "hand"
         else:
-            try:
-                plan = best_plan(ch, hw, strategy)
-            except Infeasible as exc:
-                raise InputError(None, "strategy", f"no feasible {strategy} plan: {exc}", case=ch.case_id) from None
-            ok, why = can_build(plan)
-            if not ok:
-                raise InputError(None, "strategy", f"planner's {plan.strategy} plan is not buildable: {why}",
+            strategies = ("unfused", "smem", "dsm") if strategy == "best" else (strategy,)
+            res = plan_case(ch, hw, strategies=strategies, top_k=16)
+            scored = [sp for s in strategies for sp in res.plans.get(s, []) if can_build(sp.plan)[0]]
+            if not scored:
+                why = "; ".join(f"{s}: {r}" for s, r in res.infeasible.items()) or "none of its plans is buildable"
+                raise InputError(None, "strategy", f"no buildable {strategy} plan from the planner ({why})",
                                  case=ch.case_id)
-            return plan, "planner"
+            best = min(scored, key=lambda sp: sp.predicted.time_ns)
+            return best.plan, "planner"
     cands = candidates(ch)
     pool = [p for s, ps in cands.items() if strategy in ("best", s) for p in ps]
     if not pool:
