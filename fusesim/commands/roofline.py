@@ -24,7 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    default=["unfused", "smem", "dsm"], help="strategies to place (default all three)")
     p.add_argument("--source", choices=("predicted", "simulated"), default="predicted",
                    help="time and bytes from the planner's cost model or the simulator")
-    p.add_argument("--measured", metavar="DIR", help="folder (or file) of measured JSON; absent is fine")
+    p.add_argument("--measured", metavar="DIR", nargs="+",
+                   help="measured JSON: folders, files or glob patterns (e.g. 'results/h200/bench_*.json'); "
+                        "absent is fine")
     p.add_argument("--out", required=True, help="PNG to write")
     p.add_argument("--evaluator", default="fusesim.sweep.evaluate:evaluate_case", help=argparse.SUPPRESS)
     add_format(p)
@@ -42,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     hw = load_hardware(resolve(args.hw, "hw_configs"))
     rows = roofline_rows(args.workload, args.hw, args.case, tuple(args.strategy), evaluator=args.evaluator)
     points = points_from_rows(rows, args.source)
-    measured = load_measured(args.measured) if args.measured else None
+    measured = load_measured(list(args.measured)) if args.measured else None
     mpoints = measured_points(measured.items, points) if measured else []
     wl_name = rows[0]["workload"] if rows else args.workload
     fig = plot_roofline(Ceilings.of(hw), points + mpoints,

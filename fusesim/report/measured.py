@@ -13,6 +13,7 @@ Recognised shapes: a list of entries, or a mapping with `results`, `kernels`, `c
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,16 +133,29 @@ def _from_entry(e: dict[str, Any], source: str) -> list[Measurement]:
     return out
 
 
-def load_measured(path: str | Path | None) -> MeasuredSet:
-    """Every measurement under a folder (recursively) or in one JSON file; absent path -> empty."""
+def load_measured(path: str | Path | Sequence[str | Path] | None) -> MeasuredSet:
+    """Every measurement under a folder (recursively), in a file, in files matching a glob pattern
+    (`results/h200/bench_*.json`), or in a list of any of these; an absent path -> empty."""
     res = MeasuredSet()
     if path is None:
         return res
+    if not isinstance(path, str | Path):
+        for one in path:
+            sub = load_measured(one)
+            res.items.extend(sub.items)
+            res.warnings.extend(sub.warnings)
+        return res
     p = Path(path)
-    if not p.exists():
+    if any(ch in str(path) for ch in "*?["):
+        files = sorted(Path(p.anchor or ".").glob(str(p.relative_to(p.anchor))) if p.is_absolute()
+                       else Path(".").glob(str(path)))
+        if not files:
+            res.warnings.append(f"{path}: no file matches")
+    elif not p.exists():
         res.warnings.append(f"{p}: no such file or folder (plotting predictions only)")
         return res
-    files = sorted(p.rglob("*.json")) if p.is_dir() else [p]
+    else:
+        files = sorted(p.rglob("*.json")) if p.is_dir() else [p]
     for f in files:
         try:
             doc = json.loads(f.read_text())
