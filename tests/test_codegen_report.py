@@ -1,0 +1,41 @@
+"""benchmarks/kernels.md is regenerated from the committed H200 JSON and matches it."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _report_module():
+    spec = importlib.util.spec_from_file_location("kernels_report", ROOT / "benchmarks" / "kernels_report.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+@pytest.mark.skipif(not (ROOT / "results" / "h200" / "bench_paper_gemm_chains.json").exists(),
+                    reason="no committed H200 bench results")
+def test_kernels_md_is_up_to_date(tmp_path):
+    mod = _report_module()
+    out = tmp_path / "kernels.md"
+    assert mod.main(["--out", str(out)]) == 0
+    assert out.read_text() == (ROOT / "benchmarks" / "kernels.md").read_text()
+
+
+def test_best_rows_picks_the_fastest_verified_plan():
+    from fusesim.commands.bench import best_rows
+
+    case = {"case": "X", "plans": [
+        {"strategy": "dsm", "verify": {"ok": True}, "time": {"queued_median_us": 5.0, "sync_median_us": 9.0}},
+        {"strategy": "smem", "verify": {"ok": False}, "time": {"queued_median_us": 1.0, "sync_median_us": 2.0}},
+        {"strategy": "unfused", "verify": {"ok": True}, "time": {"queued_median_us": 7.0, "sync_median_us": 8.0}},
+    ], "pytorch": {"eager": {"queued_median_us": 20.0, "sync_median_us": 40.0},
+                   "graph": {"queued_median_us": 10.0, "sync_median_us": 11.0}}}
+    (row,) = best_rows([case])
+    assert row["best_strategy"] == "dsm" and row["best_us"] == 5.0  # the unverified faster plan never wins
+    assert row["by_strategy_us"] == {"dsm": 5.0, "unfused": 7.0}
+    assert row["verified"] == "2/3"
