@@ -9,7 +9,6 @@ predicted-best plan of each case is the measured-best (and how much it loses whe
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -20,19 +19,18 @@ from fusesim.errors import InputError
 from fusesim.hardware import Hardware
 from fusesim.plan import Plan
 
-# measured ncu counter name -> simulator byte key(s) summed
+# measured counter -> simulator byte keys summed (report.measured reads ncu's dram read+write as one)
 COUNTERS = {
-    "dram_read": ("dram__bytes_read.sum", ("hbm_read",)),
-    "dram_write": ("dram__bytes_write.sum", ("hbm_write",)),
-    "l2": ("lts__t_bytes.sum", ("l2_read", "l2_write")),
-    "dsm": ("l1tex__m_xbar2l1tex_read_bytes_mem_dshared.sum", ("dsm",)),
+    "dram": ("hbm_bytes", ("hbm_read", "hbm_write")),
+    "l2": ("l2_bytes", ("l2_read", "l2_write")),
+    "dsm": ("dsm_bytes", ("dsm",)),
 }
 
 
 @dataclass
 class Row:
     case: str
-    label: str  # strategy / plan rank
+    label: str  # strategy, or the plan summary when a case has several plans of one strategy
     measured_us: float
     predicted_us: float
     measured_bytes: dict[str, float] = field(default_factory=dict)
@@ -44,72 +42,25 @@ class Row:
         return (self.predicted_us - self.measured_us) / self.measured_us
 
 
-def _find_plan(rec: dict[str, Any]) -> dict[str, Any] | None:
-    for key in ("plan", "plan_dict"):
-        if isinstance(rec.get(key), dict):
-            return rec[key]
-    return None
-
-
-def _measured_time_us(rec: dict[str, Any]) -> float | None:
-    for key in ("time_us", "median_us", "kernel_us", "measured_us"):
-        v = rec.get(key)
-        if isinstance(v, int | float) and v > 0:
-            return float(v)
-    t = rec.get("timing")
-    if isinstance(t, dict):
-        return _measured_time_us(t)
-    return None
-
-
-def _measured_counters(rec: dict[str, Any]) -> dict[str, float]:
-    ncu = rec.get("ncu") or {}
-    out: dict[str, float] = {}
-    for name, (metric, _) in COUNTERS.items():
-        for key in (metric, name, f"{name}_bytes"):
-            if isinstance(ncu.get(key), int | float):
-                out[name] = float(ncu[key])
-                break
-    return out
-
-
-def measured_kernels(folder: str | Path) -> list[tuple[str, dict[str, Any]]]:
-    """Every record with a plan and a measured time from the bench JSON files in `folder`."""
-    folder = Path(folder)
-    files = sorted(folder.glob("*.json")) if folder.is_dir() else [folder]
-    if not files or not files[0].exists():
-        raise InputError(str(folder), None, "no measured JSON files")
-    out = []
-    for f in files:
-        try:
-            data = json.loads(f.read_text())
-        except json.JSONDecodeError as exc:
-            raise InputError(str(f), None, f"JSON syntax error at line {exc.lineno}: {exc.msg}") from None
-        stack: list[Any] = [data]
-        while stack:  # walk the document: bench files nest records under cases/plans
-            node = stack.pop()
-            if isinstance(node, dict):
-                if _find_plan(node) is not None and _measured_time_us(node) is not None and node.get("ok", True):
-                    out.append((f.name, node))
-                    continue
-                stack.extend(node.values())
-            elif isinstance(node, list):
-                stack.extend(reversed(node))
-    return out
-
-
-def join(folder: str | Path, hw: Hardware) -> list[Row]:
+def join(measured: str | Path | list[str], hw: Hardware) -> list[Row]:
+    """Simulate the exact plan of every measured kernel that records one (library baselines and
+    unverified kernels carry no plan and are skipped)."""
+    from fusesim.report.measured import load_measured
     from fusesim.sim import simulate
 
+    found = load_measured(measured)
+    kernels = [m for m in found.items if m.plan_dict is not None]
+    if not kernels:
+        where = measured if isinstance(measured, str | Path) else ", ".join(map(str, measured))
+        raise InputError(str(where), None, "no measured kernels with a recorded plan")
     rows = []
-    for src, rec in measured_kernels(folder):
-        plan = Plan.from_dict(_find_plan(rec))  # type: ignore[arg-type]
+    for m in kernels:
+        plan = Plan.from_dict(m.plan_dict)  # type: ignore[arg-type]
         sim = simulate(plan, hw)
-        measured = _measured_counters(rec)
+        got = {name: float(getattr(m, attr)) for name, (attr, _) in COUNTERS.items() if getattr(m, attr)}
         predicted = {name: float(sum(sim.bytes.get(k, 0) for k in keys)) for name, (_, keys) in COUNTERS.items()}
-        label = str(rec.get("label") or rec.get("variant") or plan.strategy)
-        rows.append(Row(plan.case_id, label, _measured_time_us(rec), sim.time_ns / 1e3,  # type: ignore[arg-type]
-                        measured, predicted, src))
+        rows.append(Row(plan.case_id, m.plan or plan.summary(), m.time_us, sim.time_ns / 1e3, got, predicted,
+                        Path(m.source).name))
     return rows
 
 

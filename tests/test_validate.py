@@ -33,10 +33,12 @@ def _synthetic_measurements(tmp_path: Path, scale: dict[str, float]) -> tuple[Pa
         plan = scored[0].plan
         t = simulate(plan, HW).time_ns / 1e3
         sims[strategy] = t
-        recs.append({"case": "G4", "label": strategy, "plan": plan.to_dict(), "time_us": t * scale[strategy],
-                     "ncu": {"dram__bytes_read.sum": 1.0e7}})
+        recs.append({"strategy": strategy, "summary": strategy, "plan": plan.to_dict(), "verify": {"ok": True},
+                     "time": {"queued_median_us": t * scale[strategy]}, "ncu": {"dram__bytes_read.sum": 1.0e7}})
+    recs.append({"strategy": "dsm", "plan": recs[-1]["plan"], "verify": {"ok": False}, "time": {"queued_median_us": 1}})
     path = tmp_path / "bench.json"
-    path.write_text(json.dumps({"gpu": "synthetic", "cases": [{"case": "G4", "kernels": recs}]}))
+    path.write_text(json.dumps({"what": "synthetic", "cases": [{"case": "G4", "plans": recs,
+                                                                "pytorch": {"graph": {"queued_median_us": 9.0}}}]}))
     return path, sims
 
 
@@ -49,7 +51,7 @@ def test_join_and_summary(tmp_path: Path) -> None:
     s = summarize(rows)
     expect = sum(abs(1 / f - 1) for f in (1.25, 1.0, 0.8)) / 3
     assert s["mape"] == pytest.approx(expect)
-    assert s["counters"]["dram_read"]["kernels"] == 3
+    assert s["counters"]["dram"]["kernels"] == 3
     assert s["fitted_parameters"] == []
 
 
