@@ -359,3 +359,14 @@ def test_traces_folder_gets_one_perfetto_trace_per_row(tmp_path: Path) -> None:
         assert any(e.get("ph") == "X" for e in events)
         assert plot_timeline(events, max_tracks=4).axes[0].get_yticklabels()
     assert sorted(p.name.split("-")[1] for p in (tmp_path / "traces").glob("*.json")) == ["dsm", "unfused"]
+
+
+def test_cli_values_may_be_lists_and_table_entries() -> None:
+    spec = spec_from_args(["h100_sxm"], ["gpc_sm_counts=[18,18,18,18,18,18,16,8],[34,34,32,32]",
+                                         "dsm_push_bandwidth_gbps_per_sm.16=33,66"],
+                          ["tensor_tflops=1,2"], ["paper_gemm_chains"])
+    hws = [hw for _, hw in spec.validate_hardware()]
+    assert len(hws) == 8
+    assert {tuple(h.gpc_sm_counts) for h in hws} == {(18, 18, 18, 18, 18, 18, 16, 8), (34, 34, 32, 32)}
+    assert {h.dsm_push_bandwidth_gbps_per_sm[16] for h in hws} == {33, 66}
+    assert {h.tensor_tflops["wgmma"].bf16 for h in hws} == {989, 1978}

@@ -381,7 +381,22 @@ def parse_assignment(text: str, flag: str) -> tuple[str, list[Any]]:
     key, sep, vals = text.partition("=")
     if not sep or not key or not vals:
         raise InputError("<command line>", flag, f"expected KEY=V1,V2,... (got {text!r})")
-    return key.strip(), [parse_scalar(v.strip()) for v in vals.split(",") if v.strip()]
+    return key.strip(), [parse_scalar(v.strip()) for v in _split_top_level(vals) if v.strip()]
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Split on commas outside brackets, so a list value survives: gpc_sm_counts=[36,36],[18,18]."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        depth += ch in "[{"
+        depth -= ch in "]}"
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return parts
 
 
 def spec_from_args(hw: list[str], vary: list[str], scale: list[str], workloads: list[str],
