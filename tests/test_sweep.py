@@ -370,3 +370,11 @@ def test_cli_values_may_be_lists_and_table_entries() -> None:
     assert {tuple(h.gpc_sm_counts) for h in hws} == {(18, 18, 18, 18, 18, 18, 16, 8), (34, 34, 32, 32)}
     assert {h.dsm_push_bandwidth_gbps_per_sm[16] for h in hws} == {33, 66}
     assert {h.tensor_tflops["wgmma"].bf16 for h in hws} == {989, 1978}
+
+
+def test_smem_reserve_keeps_the_per_block_limit_below_a_scaled_capacity() -> None:
+    spec = spec_from_dict({"hw": "h200", "workloads": ["paper_gemm_chains"],
+                           "scale": {"smem_per_sm_bytes": [0.5, 2]}, "derive": ["smem_reserve"]}, "t.yaml")
+    for _, hw in spec.validate_hardware():
+        assert hw.smem_per_sm_bytes - hw.smem_per_block_bytes == 1024
+        assert "smem_reserve" in hw.provenance["smem_per_block_bytes"]

@@ -6,8 +6,9 @@ each rule by name (`derive: [cluster_tables, gpc_layout]`); every table or layou
 gets its provenance entry extended with "sweep-derived (<rule>): ...", so a result row can always be
 traced back to which numbers were measured and which were extrapolated.
 
-Rules run after the `vary` overrides and before the `scale` factors, so a scaled DSM bandwidth
-also scales the extrapolated entries.
+Rules run last, after the `vary` overrides and the `scale` factors, so they see the final numbers:
+an extrapolated DSM entry continues the scaled table, and the per-block SMEM limit follows a
+scaled per-SM capacity.
 """
 
 from __future__ import annotations
@@ -115,7 +116,32 @@ def gpc_layout(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
+SMEM_RESERVED_PER_BLOCK_BYTES = 1024  # H100/H200: 233472 B per SM vs 232448 B opt-in per block
+
+
+def smem_reserve(raw: dict[str, Any]) -> dict[str, Any]:
+    """Keep the per-block SMEM opt-in limit 1 KB below the per-SM capacity, as on Hopper.
+
+    The driver reserves 1 KB of shared memory per resident block (measured on H200: 233472 B per
+    SM, 232448 B opt-in per block). Scaling both numbers by the same factor breaks that relation
+    (x0.5 leaves 512 B of reserve), and a block the planner sizes to the per-block limit then no
+    longer fits on an SM; a sweep over SMEM capacity should scale smem_per_sm_bytes and let this
+    rule set the per-block limit.
+    """
+    per_sm = raw.get("smem_per_sm_bytes")
+    if not isinstance(per_sm, int) or per_sm <= SMEM_RESERVED_PER_BLOCK_BYTES:
+        return raw
+    want = per_sm - SMEM_RESERVED_PER_BLOCK_BYTES
+    if raw.get("smem_per_block_bytes") != want:
+        old = raw.get("smem_per_block_bytes")
+        raw["smem_per_block_bytes"] = want
+        _note(raw, "smem_per_block_bytes", "smem_reserve",
+              f"{old} -> smem_per_sm_bytes - {SMEM_RESERVED_PER_BLOCK_BYTES} (per-block reservation)")
+    return raw
+
+
 RULES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "cluster_tables": cluster_tables,
     "gpc_layout": gpc_layout,
+    "smem_reserve": smem_reserve,
 }

@@ -14,7 +14,7 @@ A spec is a YAML file (or the same thing built from command-line flags)::
         paths: [dsm_push_bandwidth_gbps_per_sm, dsm_pull_bandwidth_gbps_per_sm]
         factors: [1, 2, 4]
       hbm_bandwidth_gbps: [1, 2]      #   shorthand: the axis name is the one path
-    derive: [cluster_tables, gpc_layout]   # opt-in rules (fusesim/sweep/derive.py)
+    derive: [cluster_tables, gpc_layout]   # opt-in rules (fusesim/sweep/derive.py), applied last
 
 Every axis becomes a result column (`vary` axes by their dotted path, `scale` axes as
 `scale:<name>`, a list of bases as `hw`). Every grid point is validated as a Hardware before
@@ -75,7 +75,7 @@ class HardwarePoint:
         return json.dumps([self.base, self.set, self.scale, self.derive], sort_keys=True, default=str)
 
     def raw(self) -> dict[str, Any]:
-        """The effective hardware mapping: base, then `set`, then derive rules, then `scale`."""
+        """The effective hardware mapping: base, then `set`, then `scale`, then the derive rules."""
         return json.loads(_raw_json(self.key()))
 
     def hardware(self) -> Hardware:
@@ -100,11 +100,11 @@ def _raw_json(key: str) -> str:
     raw = read_mapping(base)
     for path, value in sets:
         raw = set_dotted(raw, path, value)
-    for rule in derive:
-        raw = RULES[rule](raw)
     for paths, factor in scales:
         for path in paths:
             raw = set_dotted(raw, path, _scale_value(get_dotted(raw, path), factor))
+    for rule in derive:
+        raw = RULES[rule](raw)
     return json.dumps(raw, sort_keys=True)
 
 
