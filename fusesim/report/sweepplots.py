@@ -164,7 +164,9 @@ def plot_speedup_lines(table: SweepTable, x: str, target: str = "dsm", baseline:
     if numeric:
         ax.set_xscale("log", base=2)
         ax.set_xticks(xs)
-        ax.set_xticklabels([f"{v:g}" for v in xs])
+        crowded = any(b / a < 1.3 for a, b in zip(xs, xs[1:], strict=False))
+        ax.set_xticklabels([f"{v:g}" for v in xs], rotation=45 if crowded else 0)
+        ax.minorticks_off()
     else:
         ax.set_xticks(range(len(xs)))
         ax.set_xticklabels([str(v) for v in xs])
