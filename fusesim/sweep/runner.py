@@ -168,18 +168,28 @@ def code_version() -> str | None:
     return f"{head}+dirty" if head and dirty else head or None
 
 
-def _previous_code_version(out_path: Path) -> str | None:
+def _previous_meta(out_path: Path) -> dict[str, Any]:
     try:
-        return json.loads(out_path.with_suffix(".meta.json").read_text()).get("code_version")
-    except (OSError, ValueError, AttributeError):
-        return None
+        meta = json.loads(out_path.with_suffix(".meta.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _previous_code_version(out_path: Path) -> str | None:
+    return _previous_meta(out_path).get("code_version")
 
 
 def _write_meta(out_path: Path, spec: SweepSpec, summary: SweepSummary, started: bool) -> None:
     """A sidecar that says what produced the CSV: spec, versions, executor, counts."""
+    now = code_version()
+    history = [v for v in _previous_meta(out_path).get("code_versions", []) if isinstance(v, str)]
+    if now and now not in history:
+        history.append(now)
     meta = {
         "fusesim_version": __version__,
-        "code_version": code_version(),
+        "code_version": now,
+        "code_versions": history,  # every code version that wrote rows into this file
         "spec": spec.to_dict(),
         "columns": columns_for(spec),
         "state": "running" if started else "finished",
