@@ -75,7 +75,9 @@ def run_sweep(spec: SweepSpec, out: str | Path | None = None, *, jobs: int = 1, 
     columns = columns_for(spec)
     store = ResultStore(out_path, columns)
     done = store.open(retry_errors=retry_errors)
-    previous = _previous_code_version(out_path) if done else None
+    meta_before = _previous_meta(out_path) if done else {}
+    previous = sorted({v for v in [meta_before.get("code_version"), *meta_before.get("code_versions", [])]
+                       if isinstance(v, str)})
     t0 = time.perf_counter()
     try:
         trace_dir = str(Path(traces).resolve()) if traces else None
@@ -90,10 +92,11 @@ def run_sweep(spec: SweepSpec, out: str | Path | None = None, *, jobs: int = 1, 
                                0, executor=executor, workers=jobs, tasks=len(tasks),
                                dropped_torn=store.dropped_torn)
         now = code_version()
-        if previous and now and previous != now and already:
+        others = [v for v in previous if v != now]
+        if others and now and already:
             summary.warnings.append(
-                f"{already} rows were computed by fusesim {previous} and are reused by {now}; point ids "
-                "do not include the code version, so use a new --out to recompute them with this code")
+                f"{already} rows in this file were computed by fusesim {', '.join(others)} and are reused by "
+                f"{now}; point ids do not include the code version, so use a new --out to recompute them")
         _write_meta(out_path, spec, summary, started=True)
         todo_rows = sum(len(t.strategies) for t in tasks)
         bar = _progress(todo_rows, spec.name, progress, initial=summary.already_done, total=total)
@@ -174,10 +177,6 @@ def _previous_meta(out_path: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return meta if isinstance(meta, dict) else {}
-
-
-def _previous_code_version(out_path: Path) -> str | None:
-    return _previous_meta(out_path).get("code_version")
 
 
 def _write_meta(out_path: Path, spec: SweepSpec, summary: SweepSummary, started: bool) -> None:
