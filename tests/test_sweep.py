@@ -378,3 +378,16 @@ def test_smem_reserve_keeps_the_per_block_limit_below_a_scaled_capacity() -> Non
     for _, hw in spec.validate_hardware():
         assert hw.smem_per_sm_bytes - hw.smem_per_block_bytes == 1024
         assert "smem_reserve" in hw.provenance["smem_per_block_bytes"]
+
+
+def test_dry_run_json_counts_without_running(tmp_path: Path) -> None:
+    import json
+
+    out = tmp_path / "r.csv"
+    r = subprocess.run([sys.executable, "-m", "fusesim", "sweep", str(ROOT / "sweeps" / "dsm_bandwidth_x_cluster.yaml"),
+                        "--dry-run", "--format", "json", "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["rows"] == 15 * 26 * 3 and info["machines"] == 15
+    assert info["axes"] == ["max_cluster_size", "scale:dsm_bandwidth"]
+    assert not out.exists()
