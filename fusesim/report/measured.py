@@ -111,7 +111,8 @@ def _from_entry(e: dict[str, Any], source: str) -> list[Measurement]:
     plan = e.get("plan")
     strategy = e.get("strategy") or (plan.get("strategy") if isinstance(plan, dict) else None)
     strategy = strategy if isinstance(strategy, str) else "pytorch"
-    flat = _flatten(e)
+    # counters are measurements: never read them from the plan or the planner's prediction
+    flat = _flatten({k: v for k, v in e.items() if k not in ("plan", "predicted", "chain")})
     hr, hw_ = _pick(flat, HBM_READ), _pick(flat, HBM_WRITE)
     hbm = (hr or 0.0) + (hw_ or 0.0) if hr is not None or hw_ is not None else None
     l2, dsm = _pick(flat, L2_KEYS), _pick(flat, DSM_KEYS)

@@ -1,0 +1,39 @@
+"""Compile the kernels a device run will need HERE, into a cache folder that the run carries.
+
+A device machine's minutes are scarce; nvcc on this machine produces the same sm_90a .so files
+(static CUDA runtime), keyed by source hash, so the device finds them built.
+Usage: FUSESIM_CACHE=.fscache python3 scripts/prebuild.py --hw hw_configs/h200.yaml --top-k 1 WORKLOAD...
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from fusesim.gpu.bench import build_all, select_plans
+from fusesim.hardware import load_hardware
+from fusesim.workload import load_workload
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("workloads", nargs="+")
+    ap.add_argument("--hw", required=True)
+    ap.add_argument("--top-k", type=int, default=1)
+    ap.add_argument("--plans", default="planner")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    hw = load_hardware(args.hw)
+    plans = []
+    for wl in args.workloads:
+        for ch in load_workload(wl).cases:
+            plans += [e["plan"] for e in select_plans(ch, hw, ("unfused", "smem", "dsm"), args.top_k, args.plans)]
+    t0 = time.time()
+    results = build_all(plans, args.jobs)
+    failed = [(p.case_id, p.strategy, err[:200]) for p, (art, err) in zip(plans, results, strict=True) if art is None]
+    print(f"{len(plans)} plans, {len(plans) - len(failed)} built in {time.time() - t0:.0f} s; failed: {failed}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
