@@ -277,3 +277,12 @@ def test_measured_reader_reads_fusesim_bench_json(tmp_path: Path) -> None:
     assert set(got) == {"unfused", "pytorch-eager", "pytorch-graph"} and not m.warnings
     assert got["unfused"].time_us == 7.5 and got["unfused"].hbm_bytes == 1024
     assert Plan.from_dict(got["unfused"].plan_dict) == plan
+
+
+def test_measured_counters_never_come_from_the_prediction(tmp_path: Path) -> None:
+    doc = {"rows": [{"case": "G1", "strategy": "dsm", "time_us": 4.0,
+                     "predicted": {"time_us": 3.0, "bytes": {"hbm": 10, "l2": 20, "dsm": 30}},
+                     "plan": {"strategy": "dsm", "l2": 5}}]}
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    (m,) = load_measured(tmp_path).items
+    assert m.time_us == 4.0 and m.hbm_bytes is None and m.l2_bytes is None and m.dsm_bytes is None
