@@ -10,15 +10,16 @@ measurement runs `fusesim sweep` in a fresh process (the planner memoizes plans 
 a warm process would flatter later runs) on its own slice of the grid and its own output file;
 the wall time includes worker-pool or Dask-cluster start-up, as a user would see it.
 
-Measured at commit 89caf98 on the 2-core development VM, shared with three other engineers' jobs
-(load average about 1.5 before the run, so treat +-30% as noise):
+Measured twice on the 2-core development VM, shared with three other engineers' jobs (commits
+89caf98 and 9802881; the spread between the two runs is the machine's load, not the code):
 
-    1 worker (in process)          135 rows in 10.1 s = 13.4 rows/s
-    2 local workers                135 rows in  4.3 s = 31.6 rows/s
-    Dask LocalCluster, 2 workers   135 rows in  9.0 s = 15.1 rows/s  (about 4 s of it cluster start-up)
-    full grid, 2 local workers    1170 rows in   32 s = 36.1 rows/s  -> 1,000 rows in about 28 s
+    1 worker (in process)          135 rows:  12.5-13.4 rows/s
+    2 local workers                135 rows:  15.9-31.6 rows/s (the slice has 15 heavy S1 tasks; a
+                                              busy second core or a late S1 leaves one worker idle)
+    Dask LocalCluster, 2 workers   135 rows:   9.2-15.1 rows/s (3-5 s of it cluster start-up)
+    full grid, 2 local workers    1170 rows:  32-41 s (28.9-36.1 rows/s)
 
-i.e. a 1,000-row grid over the paper suites takes well under a minute, against a 15-minute target.
+so a 1,000-row grid over the paper suites takes 30-60 s, against a 15-minute target.
 """
 
 from __future__ import annotations
