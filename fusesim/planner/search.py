@@ -16,7 +16,7 @@ The unfused baseline picks each GEMM kernel's best tiles (no split-K) with the s
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -163,10 +163,26 @@ def make_fused_plan(chain: Chain, hw: Hardware, r: dict[str, int], family: str) 
     strategy = "dsm" if cluster.size > 1 else "smem"
     sched = Schedule(order="MNLK", spatial="MN" if r["n_split"] > 1 else "M")
     has_dsm = any(s.level == "dsm" for s in steps)
-    return Plan(case_id=chain.case_id, chain=chain, strategy=strategy, schedule=sched, cluster=cluster, tiles=tiles,
+    plan = Plan(case_id=chain.case_id, chain=chain, strategy=strategy, schedule=sched, cluster=cluster, tiles=tiles,
                 grid_m=r["grid_m"], n_split=r["n_split"], n_passes=r["n_passes"], stages=r["stages"],
                 threads=r["threads"], instruction=family, gated_mode=gated_mode,
                 placement=placement_for(strategy, has_dsm), dsm_comm=steps, kernels=(kernel,))
+    return _with_generator_smem(plan)
+
+
+def _with_generator_smem(plan: Plan) -> Plan:
+    """The search prunes with footprint's separate-regions bound; a concrete plan carries the SMEM
+    the generator really allocates (it aliases E, the exchange area and the stages when E stays in
+    registers), so occupancy in the simulator matches the kernel that runs."""
+    try:
+        from fusesim.capability import fused_layout
+    except ImportError:
+        return plan
+    exact = fused_layout(plan).total
+    k = plan.kernels[0]
+    if exact >= k.smem_bytes:
+        return plan
+    return plan.with_(kernels=(replace(k, smem_bytes=int(exact)),))
 
 
 # ---- unfused -------------------------------------------------------------------------------------
