@@ -12,6 +12,7 @@ Axes that are neither plotted nor `fixed` are held at their first value (said in
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,7 +43,13 @@ class SweepTable:
             return vals
 
     def cases(self) -> list[str]:
-        return list(dict.fromkeys(str(r["case"]) for r in self.rows))
+        """Case ids in natural order (C1, C2, ..., G1, G2, ..., G10): rows are in completion order."""
+        return sorted(dict.fromkeys(str(r["case"]) for r in self.rows), key=natural_key)
+
+
+def natural_key(text: str) -> tuple:
+    """'G10' after 'G9': digit runs compare as numbers."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
 
 
 def load_sweep(path: str | Path) -> SweepTable:

@@ -87,6 +87,7 @@ def run_sweep(spec: SweepSpec, out: str | Path | None = None, *, jobs: int = 1, 
         already = total - sum(len(t.strategies) for t in tasks)
         if limit is not None:
             tasks = tasks[:limit]
+        tasks = _largest_first(tasks)
         executor = "dask" if (dask or scheduler) else "local"
         summary = SweepSummary(spec.name, str(out_path), None, total, already,
                                0, executor=executor, workers=jobs, tasks=len(tasks),
@@ -129,6 +130,20 @@ def run_sweep(spec: SweepSpec, out: str | Path | None = None, *, jobs: int = 1, 
         summary.parquet = str(out_path.with_suffix(".parquet"))
     _write_meta(out_path, spec, summary, started=False)
     return summary
+
+
+def _largest_first(tasks: list) -> list:
+    """Start the biggest problems first (FLOPs as the cost proxy): with a few workers, a large case
+    started last leaves the others idle at the end. Row order in the file does not matter (ids)."""
+    from fusesim.sweep.evaluate import chain_of
+
+    def cost(t: Any) -> float:
+        try:
+            return float(chain_of(t.workload, t.case_id).flops) * len(t.strategies)
+        except (KeyError, OSError, InputError):
+            return 0.0
+
+    return sorted(tasks, key=cost, reverse=True)
 
 
 def _check_evaluator(spec: SweepSpec) -> None:

@@ -26,6 +26,11 @@ from fusesim.errors import InputError
 from fusesim.yamlio import atomic_write
 
 FINISHED = ("ok", "infeasible")  # statuses a rerun does not recompute (errors too, unless retried)
+# Columns that are text even when they look like numbers: a hex point id "4155e123..." must not
+# become a float, nor a case id "1" an int.
+TEXT_COLUMNS = frozenset({"point_id", "sweep", "hw_base", "hw", "workload", "case", "strategy", "status", "error",
+                          "hw_name", "hw_fingerprint", "plan_strategy", "pred_bound", "instruction", "plan",
+                          "trace_file"})
 
 
 def _cell(v: Any) -> str:
@@ -74,7 +79,8 @@ def read_rows(path: str | Path, typed: bool = True) -> tuple[list[str], list[dic
     for fields in csv.reader(lines[1:]):
         if len(fields) != len(header):
             continue
-        rows.append({c: (parse_cell(v) if typed else v) for c, v in zip(header, fields, strict=True)})
+        rows.append({c: (parse_cell(v) if typed and c not in TEXT_COLUMNS else (v if v or not typed else None))
+                     for c, v in zip(header, fields, strict=True)})
     return header, rows
 
 
