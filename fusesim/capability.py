@@ -28,6 +28,7 @@ SUPPORTED_ACTIVATIONS = ("relu", "gelu", "silu", "none")
 PAD_BF16 = 8  # elements of padding per SMEM row (16 bytes): conflict-free ldmatrix
 PAD_F32 = 4  # floats of padding per fp32 SMEM row
 MAX_STAGES = 8
+MAX_CLUSTER_SIZE = 16  # the launch wrapper sets the non-portable attribute; Hopper stops at 16
 
 
 def warp_grid(rows: int, cols: int, warps: int) -> tuple[int, int] | None:
@@ -173,8 +174,8 @@ def _check_fused(plan: Plan) -> str | None:
     ch, c, t = plan.chain, plan.cluster, plan.tiles
     if not c.is_consistent():
         return f"inconsistent cluster shape ({c.m},{c.n},{c.k},{c.l})"
-    if c.size > 16:
-        return f"cluster of {c.size} blocks (max 16)"
+    if c.size > MAX_CLUSTER_SIZE:
+        return f"cluster of {c.size} blocks (max {MAX_CLUSTER_SIZE})"
     if plan.strategy == "smem" and c.size != 1:
         return "smem strategy with a cluster larger than 1"
     if plan.threads not in SUPPORTED_THREADS:

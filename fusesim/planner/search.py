@@ -89,6 +89,18 @@ def check_buildable(plan: Plan) -> tuple[bool, str]:
     return bool(ok), str(reason)
 
 
+def _generator_max_cluster() -> int:
+    try:
+        from fusesim.capability import MAX_CLUSTER_SIZE
+    except ImportError:
+        return 1 << 30
+    return MAX_CLUSTER_SIZE
+
+
+def _cluster_sizes(rows: dict[str, np.ndarray], idx: np.ndarray) -> np.ndarray:
+    return rows["cm"][idx] * rows["cn"][idx] * rows["ck"][idx]
+
+
 def _families(hw: Hardware) -> list[str]:
     return sorted(hw.tensor_tflops, key=lambda f: -hw.tensor_tflops[f].bf16)
 
@@ -278,6 +290,16 @@ def _pick(chain: Chain, hw: Hardware, rows: dict[str, np.ndarray], times: dict[s
     reasons: list[str] = []
     for fi, family in enumerate(families):
         order = idx[np.lexsort((traffic[idx], np.round(times[family][idx], 3)))]
+        for i in order[:top_k]:  # the unconstrained best, reported when nothing builds
+            i = int(i)
+            if i not in fallback and len(fallback) < top_k and not require_buildable:
+                plan = make_fused_plan(chain, hw, _row(rows, i), family)
+                ok, why = check_buildable(plan)
+                if not ok:
+                    fallback[i] = ScoredPlan(plan.with_(buildable=False, notes=(f"not buildable: {why}",)),
+                                             predict(plan, hw))
+        # clusters the generator cannot launch are skipped before the per-plan check
+        order = order[_cluster_sizes(rows, order) <= _generator_max_cluster()]
         misses = 0
         for i in order[: max(SCAN_LIMIT, top_k * 4)]:
             i = int(i)

@@ -172,18 +172,23 @@ def _unconstrained_search(top_k: int) -> Callable[[Chain, Any, tuple[str, ...]],
 
     def search(chain: Chain, hw: Any, strategies: tuple[str, ...]) -> Any:
         with _PLANNER_SWAP:
-            original = planner_search.check_buildable
+            original = planner_search.check_buildable, planner_search._generator_max_cluster
             planner_search.check_buildable = _always_buildable
+            planner_search._generator_max_cluster = _no_cluster_limit
             try:
                 return planner_search.run_search(chain, hw, strategies, top_k, False)
             finally:
-                planner_search.check_buildable = original
+                planner_search.check_buildable, planner_search._generator_max_cluster = original
 
     return search
 
 
 def _always_buildable(plan: Any) -> tuple[bool, str]:
     return True, ""
+
+
+def _no_cluster_limit() -> int:
+    return 1 << 30
 
 
 def _evaluate(task: Task, search: Callable[[Chain, Any, tuple[str, ...]], Any],
