@@ -168,17 +168,28 @@ def evaluate_case_unconstrained_reranked(task: Task) -> list[dict[str, Any]]:
 
 
 def _unconstrained_search(top_k: int) -> Callable[[Chain, Any, tuple[str, ...]], Any]:
+    """The planner's search with the code generator's limits lifted, for one call.
+
+    Relies on two hooks of fusesim.planner.search: `check_buildable` (per-plan verdict) and, where
+    the planner has it, `_generator_max_cluster` (clusters skipped before the per-plan check).
+    tests/test_sweep.py checks that 32-block clusters stay reachable on hopper_next.
+    """
     from fusesim.planner import search as planner_search
+
+    swaps: dict[str, Any] = {"check_buildable": _always_buildable}
+    if hasattr(planner_search, "_generator_max_cluster"):
+        swaps["_generator_max_cluster"] = _no_cluster_limit
 
     def search(chain: Chain, hw: Any, strategies: tuple[str, ...]) -> Any:
         with _PLANNER_SWAP:
-            original = planner_search.check_buildable, planner_search._generator_max_cluster
-            planner_search.check_buildable = _always_buildable
-            planner_search._generator_max_cluster = _no_cluster_limit
+            originals = {name: getattr(planner_search, name) for name in swaps}
+            for name, fn in swaps.items():
+                setattr(planner_search, name, fn)
             try:
                 return planner_search.run_search(chain, hw, strategies, top_k, False)
             finally:
-                planner_search.check_buildable, planner_search._generator_max_cluster = original
+                for name, fn in originals.items():
+                    setattr(planner_search, name, fn)
 
     return search
 
