@@ -72,6 +72,8 @@ def run_sweep(spec: SweepSpec, out: str | Path | None = None, *, jobs: int = 1, 
     """
     out_path = Path(out) if out else default_out(spec)
     _check_evaluator(spec)
+    spec.validate_hardware()  # a bad grid point is the user's mistake: refuse before any file exists
+    spec.chains()
     columns = columns_for(spec)
     store = ResultStore(out_path, columns)
     done = store.open(retry_errors=retry_errors)
