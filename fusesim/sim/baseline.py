@@ -6,13 +6,15 @@ results/h200/ ran (fusesim/gpu/baseline.py), launches more:
 * ffn / conv_chain: act(A @ B) @ D -> GEMM, activation kernel, GEMM (3 kernels);
 * gated_ffn: (silu(A @ Bg) * (A @ Bu)) @ D -> GEMM, GEMM, silu, multiply, GEMM (5 kernels);
 * gemm_chain (no activation): 2 kernels, the plan itself.
-The GEMMs keep the plan's tiles but use the machine's best tensor instruction (cuBLAS on Hopper
+The GEMMs keep the plan's tiles (gated branches: the planner's tiles for one plain GEMM) but use the machine's best tensor instruction (cuBLAS on Hopper
 runs wgmma + TMA kernels, while the generated unfused plan may be mma.sync); element-wise kernels
 move 16 KiB of output per 256-thread block. Every extra kernel pays the same launch overhead and
 kernel gap as any other (hardware YAML).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from fusesim.hardware import Hardware
 from fusesim.plan import Kernel, Plan, Tiles
@@ -31,6 +33,19 @@ def _eltwise(plan: Plan, op: str, name: str) -> Kernel:
                   smem_bytes=0, tiles=Tiles(bm, bn, 0), stages=1, regs_per_thread=32)
 
 
+def _plain_gemm0(plan: Plan, hw: Hardware) -> Kernel | None:
+    """GEMM0's kernel as the planner tiles it for a plain (ungated) GEMM of the same shape.
+
+    The gated unfused plan tiles A@[Bg|Bu] with both branches in one block (narrow N tiles); eager
+    PyTorch runs each branch as its own cuBLAS GEMM, which tiles like any plain GEMM."""
+    try:
+        from fusesim.planner import best_plan
+    except ImportError:
+        return None
+    plain = replace(plan.chain, gated=False, kind="ffn", activation="none")
+    return best_plan(plain, hw, "unfused").kernels[0]
+
+
 def torch_chain_plan(plan: Plan, hw: Hardware | None = None) -> Plan:
     """The eager-PyTorch kernel sequence for the unfused `plan`'s chain (same GEMM tiles; with
     `hw`, the GEMMs use its best tensor instruction, as cuBLAS does)."""
@@ -40,8 +55,11 @@ def torch_chain_plan(plan: Plan, hw: Hardware | None = None) -> Plan:
     g0, g1 = plan.kernels[0], plan.kernels[-1]
     if ch.gated:
         eb = ch.dtype_bytes
+        single = _plain_gemm0(plan, hw) if hw is not None else None
+        if single is not None:  # a library tiles each branch as the plain GEMM it is
+            g0 = single
         t = g0.tiles
-        single_smem = plan.stages * (t.block_m * t.block_k + t.block_k * t.block_n) * eb
+        single_smem = g0.stages * (t.block_m * t.block_k + t.block_k * t.block_n) * eb
         gate = Kernel(f"{ch.case_id}_mm_gate", "gemm:A*Bg->G", g0.grid_blocks, 1, g0.threads,
                       min(g0.smem_bytes, single_smem), t, g0.stages, g0.regs_per_thread)
         up = Kernel(f"{ch.case_id}_mm_up", "gemm:A*Bu->U", g0.grid_blocks, 1, g0.threads,
