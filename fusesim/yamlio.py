@@ -90,6 +90,9 @@ def atomic_write(path: str | Path, text: str | bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(text.encode() if isinstance(text, str) else text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a result file reads like any other
         os.replace(tmp, p)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
