@@ -89,6 +89,24 @@ def check_buildable(plan: Plan) -> tuple[bool, str]:
     return bool(ok), str(reason)
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What the search may pick. `generator=True`: only what today's code generator builds is
+    buildable (and unlaunchable clusters are skipped early). `generator=False` is the what-if mode
+    for hypothetical hardware: every plan counts as buildable for selection (the caller rechecks)."""
+
+    generator: bool = True
+
+    def check(self, plan: Plan) -> tuple[bool, str]:
+        return check_buildable(plan) if self.generator else (True, "")
+
+    def max_cluster(self) -> int:
+        return _generator_max_cluster() if self.generator else 1 << 30
+
+
+TODAY = Limits()
+
+
 def _generator_max_cluster() -> int:
     try:
         from fusesim.capability import MAX_CLUSTER_SIZE
@@ -244,7 +262,8 @@ def make_unfused_plan(chain: Chain, o1: tuple, o2: tuple, family: str) -> Plan:
                 placement=placement_for("unfused", False), dsm_comm=(), kernels=(k1, k2))
 
 
-def search_unfused(chain: Chain, hw: Hardware, top_k: int, require_buildable: bool) -> tuple[list[ScoredPlan], str]:
+def search_unfused(chain: Chain, hw: Hardware, top_k: int, require_buildable: bool,
+                   limits: Limits = TODAY) -> tuple[list[ScoredPlan], str]:
     from fusesim.planner.cost import gemm_kernel_cost
 
     opts1 = _gemm_options(chain.m, chain.n, chain.k, chain.gated, hw)
@@ -262,7 +281,7 @@ def search_unfused(chain: Chain, hw: Hardware, top_k: int, require_buildable: bo
         pairs.sort(key=lambda p: s1.index(p[0]) + s2.index(p[1]))
         for o1, o2 in pairs:
             plan = make_unfused_plan(chain, o1, o2, family)
-            ok, why = check_buildable(plan)
+            ok, why = limits.check(plan)
             sp = ScoredPlan(plan.with_(buildable=ok, notes=() if ok else (f"not buildable: {why}",)), predict(plan, hw))
             (out if ok else fallback).append(sp)
         if len(out) >= top_k:
@@ -280,7 +299,8 @@ def _rank_key(sp: ScoredPlan) -> tuple[float, float]:
 
 # ---- fused search --------------------------------------------------------------------------------
 def _pick(chain: Chain, hw: Hardware, rows: dict[str, np.ndarray], times: dict[str, np.ndarray], sel: np.ndarray,
-          top_k: int, require_buildable: bool, traffic: np.ndarray) -> tuple[list[ScoredPlan], str]:
+          top_k: int, require_buildable: bool, traffic: np.ndarray,
+          limits: Limits = TODAY) -> tuple[list[ScoredPlan], str]:
     """Best plans among rows[sel]: per family by its own time (ties: less L2+HBM traffic), buildable
     first (see module doc)."""
     idx = np.nonzero(sel)[0]
@@ -294,19 +314,19 @@ def _pick(chain: Chain, hw: Hardware, rows: dict[str, np.ndarray], times: dict[s
             i = int(i)
             if i not in fallback and len(fallback) < top_k and not require_buildable:
                 plan = make_fused_plan(chain, hw, _row(rows, i), family)
-                ok, why = check_buildable(plan)
+                ok, why = limits.check(plan)
                 if not ok:
                     fallback[i] = ScoredPlan(plan.with_(buildable=False, notes=(f"not buildable: {why}",)),
                                              predict(plan, hw))
         # clusters the generator cannot launch are skipped before the per-plan check
-        order = order[_cluster_sizes(rows, order) <= _generator_max_cluster()]
+        order = order[_cluster_sizes(rows, order) <= limits.max_cluster()]
         misses = 0
         for i in order[: max(SCAN_LIMIT, top_k * 4)]:
             i = int(i)
             if i in accepted:
                 continue
             plan = make_fused_plan(chain, hw, _row(rows, i), family)
-            ok, why = check_buildable(plan)
+            ok, why = limits.check(plan)
             if ok:
                 misses = 0
                 accepted[i] = ScoredPlan(plan.with_(buildable=True), predict(plan, hw))
@@ -355,7 +375,7 @@ def _infeasible_fused(strategy: str, chain: Chain, hw: Hardware, after: list[tup
 
 
 def run_search(chain: Chain, hw: Hardware, strategies: tuple[str, ...], top_k: int,
-               require_buildable: bool) -> PlanResult:
+               require_buildable: bool, limits: Limits = TODAY) -> PlanResult:
     t0 = time.perf_counter()
     bad = [f"{d} = {v}" for d, v in (("N", chain.n), ("K", chain.k), ("L", chain.l)) if v % 16]
     if bad:
@@ -394,13 +414,13 @@ def run_search(chain: Chain, hw: Hardware, strategies: tuple[str, ...], top_k: i
             if not sel.any():
                 infeasible[strategy] = _infeasible_fused(strategy, chain, hw, after)
                 continue
-            chosen, why = _pick(chain, hw, rows, times, sel, top_k, require_buildable, traffic)
+            chosen, why = _pick(chain, hw, rows, times, sel, top_k, require_buildable, traffic, limits)
             if chosen:
                 plans[strategy] = chosen
             else:
                 infeasible[strategy] = why
     if "unfused" in strategies:
-        chosen, why = search_unfused(chain, hw, top_k, require_buildable)
+        chosen, why = search_unfused(chain, hw, top_k, require_buildable, limits)
         if chosen:
             plans["unfused"] = chosen
         else:

@@ -20,7 +20,6 @@ makes local and Dask runs give identical files.
 from __future__ import annotations
 
 import importlib
-import threading
 import time
 from collections.abc import Callable
 from functools import lru_cache
@@ -45,9 +44,6 @@ NONDETERMINISTIC_COLUMNS = ("search_s", "sim_wall_s", "eval_wall_s")
 
 Evaluator = Callable[[Task], list[dict[str, Any]]]
 RERANK_K = 5  # planner candidates per strategy the re-ranking evaluators simulate
-# The unconstrained search swaps the planner's buildability check for the duration of one search;
-# a multi-threaded Dask worker must not run a normal search meanwhile, so both take this lock.
-_PLANNER_SWAP = threading.Lock()
 
 
 @lru_cache(maxsize=64)
@@ -142,8 +138,7 @@ def _today_search(top_k: int) -> Callable[[Chain, Any, tuple[str, ...]], Any]:
     from fusesim.planner import plan_case
 
     def search(chain: Chain, hw: Any, strategies: tuple[str, ...]) -> Any:
-        with _PLANNER_SWAP:
-            return plan_case(chain, hw, strategies=strategies, top_k=top_k)
+        return plan_case(chain, hw, strategies=strategies, top_k=top_k)
 
     return search
 
@@ -156,8 +151,8 @@ def evaluate_case_unconstrained(task: Task) -> list[dict[str, Any]]:
     limits the planner never even considers wgmma or clusters above 16. The row's `buildable`
     column still says whether today's generator could build the chosen plan.
 
-    The planner has no public switch for this yet, so the search runs with its buildability check
-    answered "yes" (and outside its memo cache, which does not know about the switch).
+    The search runs with the planner's what-if limits (`planner.search.Limits(generator=False)`),
+    outside plan_case's memo cache.
     """
     return _evaluate(task, _unconstrained_search(1), recheck_buildable=True)
 
@@ -168,38 +163,13 @@ def evaluate_case_unconstrained_reranked(task: Task) -> list[dict[str, Any]]:
 
 
 def _unconstrained_search(top_k: int) -> Callable[[Chain, Any, tuple[str, ...]], Any]:
-    """The planner's search with the code generator's limits lifted, for one call.
-
-    Relies on two hooks of fusesim.planner.search: `check_buildable` (per-plan verdict) and, where
-    the planner has it, `_generator_max_cluster` (clusters skipped before the per-plan check).
-    tests/test_sweep.py checks that 32-block clusters stay reachable on hopper_next.
-    """
     from fusesim.planner import search as planner_search
 
-    swaps: dict[str, Any] = {"check_buildable": _always_buildable}
-    if hasattr(planner_search, "_generator_max_cluster"):
-        swaps["_generator_max_cluster"] = _no_cluster_limit
-
     def search(chain: Chain, hw: Any, strategies: tuple[str, ...]) -> Any:
-        with _PLANNER_SWAP:
-            originals = {name: getattr(planner_search, name) for name in swaps}
-            for name, fn in swaps.items():
-                setattr(planner_search, name, fn)
-            try:
-                return planner_search.run_search(chain, hw, strategies, top_k, False)
-            finally:
-                for name, fn in originals.items():
-                    setattr(planner_search, name, fn)
+        return planner_search.run_search(chain, hw, strategies, top_k, False,
+                                         planner_search.Limits(generator=False))
 
     return search
-
-
-def _always_buildable(plan: Any) -> tuple[bool, str]:
-    return True, ""
-
-
-def _no_cluster_limit() -> int:
-    return 1 << 30
 
 
 def _evaluate(task: Task, search: Callable[[Chain, Any, tuple[str, ...]], Any],
