@@ -1,13 +1,14 @@
 """Hand-built Plans (fusesim/plan.py semantics) for generator tests and for runs without the planner.
 
 Not a planner: one explicit schedule per call, `mma_sync` instruction, buildable by construction
-or rejected by capability with its reason. DSM step bytes mirror what the fused kernel sends.
+or rejected by capability with its reason. DSM steps come from fusesim.planner.dsm_comm.dsm_steps.
 """
 
 from __future__ import annotations
 
 from fusesim.capability import can_build, fused_layout, gemm_smem_bytes
-from fusesim.plan import ClusterShape, DsmStep, Kernel, Placement, Plan, Schedule, Tiles
+from fusesim.plan import ClusterShape, Kernel, Placement, Plan, Schedule, Tiles
+from fusesim.planner.dsm_comm import dsm_steps
 from fusesim.workload import Chain, ConvGeom
 
 FP32 = 4
@@ -38,24 +39,12 @@ def fused(ch: Chain, cluster: ClusterShape, bm: int, bn: int, bk: int, n_split: 
     grid_m = -(-ch.m // (cl.m * bm))
     n_passes = ch.n // (n_split * cl.n * bn)
     gmode = gated_mode or ("sequential" if ch.gated else "none")
-    nb = 2 if gmode == "sequential" else 1
-    steps: list[DsmStep] = []
-    if cl.k > 1:
-        tile = bm * bn * FP32
-        op = "mul" if gmode == "mul_exchange" else "add"
-        steps.append(DsmStep("dsm_all_exchange", op, cl.k, n_passes, (cl.k - 1) * tile * nb, "dsm"))
-    if cl.shuffle > 1:
-        steps.append(DsmStep("dsm_shuffle", "ring", cl.shuffle, (cl.shuffle - 1) * n_passes, bm * bn * eb, "dsm"))
-    if cl.reduce > 1:
-        steps.append(DsmStep("dsm_reduce_scatter", "scatter_add", cl.reduce, 1,
-                             (cl.reduce - 1) * bm * (bl // cl.reduce) * FP32, "dsm"))
-    if n_split > 1:
-        steps.append(DsmStep("inter_cluster_reduce", "atomic_add", n_split, 1, bm * (bl // cl.reduce) * FP32, "global"))
+    steps = dsm_steps(cl, Tiles(bm, bn, bk, bl), n_passes, n_split, gmode, eb)
     strategy = "smem" if cl.size == 1 else "dsm"
     plan = Plan(case_id=ch.case_id, chain=ch, strategy=strategy, schedule=Schedule("MNLK", "MN"),
                 cluster=cl, tiles=Tiles(bm, bn, bk, bl), grid_m=grid_m, n_split=n_split, n_passes=n_passes,
                 stages=stages, threads=threads, instruction="mma_sync", gated_mode=gmode,
-                placement=Placement(C="smem" if cl.size == 1 else "dsm"), dsm_comm=tuple(steps), kernels=())
+                placement=Placement(C="smem" if cl.size == 1 else "dsm"), dsm_comm=steps, kernels=())
     kern = Kernel("fused", "fused", grid_m * n_split * cl.size, cl.size, threads, 0, Tiles(bm, bn, bk, bl), stages,
                   regs_per_thread=255)
     plan = plan.with_(kernels=(kern,))

@@ -1,14 +1,15 @@
 """Hand-built Plans that follow fusesim/plan.py's semantics: micro-cases and planner-free tests.
 
 These are not a planner: no search, just one valid schedule per call, so the simulator can be
-exercised (and its micro-benchmarks reproduced) without fusesim.planner. DSM step bytes follow
-fusesim/planner/dsm_comm.py (bytes per round, rounds per block over the kernel).
+exercised (and its micro-benchmarks reproduced) without the planner's search. DSM steps come from
+fusesim.planner.dsm_comm.dsm_steps, the planner's own (bytes per round, rounds per block).
 """
 
 from __future__ import annotations
 
 from fusesim.hardware import Hardware
 from fusesim.plan import ClusterShape, DsmStep, Kernel, Placement, Plan, Schedule, Tiles
+from fusesim.planner.dsm_comm import dsm_steps
 from fusesim.workload import Chain
 
 FP32 = 4
@@ -49,20 +50,7 @@ def fused_plan(ch: Chain, cluster: ClusterShape, bm: int, bn: int, bk: int, n_sp
     assert grid_m * cl.m * bm == ch.m and n_passes * n_split * cl.n * bn == ch.n, "tiles must divide"
     gmode = gated_mode or ("sequential" if ch.gated else "none")
     nb = 2 if gmode == "sequential" else 1
-    steps: list[DsmStep] = []
-    if cl.k > 1:
-        tile = bm * bn * FP32
-        if gmode == "mul_exchange":
-            steps.append(DsmStep("dsm_all_exchange", "mul", cl.k, n_passes, tile, "dsm"))
-        else:
-            steps.append(DsmStep("dsm_all_exchange", "add", cl.k, n_passes, (cl.k - 1) * tile * nb, "dsm"))
-    if cl.shuffle > 1:
-        steps.append(DsmStep("dsm_shuffle", "ring", cl.shuffle, (cl.shuffle - 1) * n_passes, bm * bn * eb, "dsm"))
-    if cl.reduce > 1:
-        steps.append(DsmStep("dsm_reduce_scatter", "scatter_add", cl.reduce, 1,
-                             (cl.reduce - 1) * bm * (bl // cl.reduce) * FP32, "dsm"))
-    if n_split > 1:
-        steps.append(DsmStep("inter_cluster_reduce", "atomic_add", n_split, 1, bm * (bl // cl.reduce) * eb, "global"))
+    steps = dsm_steps(cl, Tiles(bm, bn, bk, bl), n_passes, n_split, gmode, eb)
     c_tiles = bm * bn * eb * min(cl.shuffle, 2)  # the slice held + the one arriving on the ring
     exch = bm * bn * FP32 * nb if cl.k > 1 else 0  # receive buffer of the all-exchange
     smem = stages * (bm * bk + nb * bk * bn) * eb + c_tiles + exch
@@ -72,7 +60,7 @@ def fused_plan(ch: Chain, cluster: ClusterShape, bm: int, bn: int, bk: int, n_sp
     return Plan(case_id=ch.case_id, chain=ch, strategy=strategy, schedule=Schedule("MNLK", "MN"),
                 cluster=cl, tiles=Tiles(bm, bn, bk, bl), grid_m=grid_m, n_split=n_split, n_passes=n_passes,
                 stages=stages, threads=threads, instruction=instruction, gated_mode=gmode,
-                placement=Placement(C="smem" if cl.size == 1 else "dsm"), dsm_comm=tuple(steps), kernels=(kern,))
+                placement=Placement(C="smem" if cl.size == 1 else "dsm"), dsm_comm=steps, kernels=(kern,))
 
 
 def copy_like_plan(hw: Hardware, m: int = 16384, n: int = 16384, k: int = 64) -> Plan:
