@@ -142,24 +142,32 @@ def test_analyze_fused_by_hand() -> None:
     p = _fused(ch, hw, (1, 2, 1, 2), (128, 64, 32, 64), grid_m=1, n_split=2, n_passes=1)
     assert plan_problems(p, hw) == []
     v = analyze(p, hw)
-    assert v.l2_read == 128 * 64 * 2 * 2 * 2 + 64 * 256 * 2 + 256 * 128 * 2  # A x n_split*cls_n, B, D
-    assert v.l2_write == 128 * 128 * 2 * 3  # memset + 2 reduce-adds
-    assert v.hbm_read == 128 * 64 * 2 + 64 * 256 * 2 + 256 * 128 * 2 and v.hbm_write == 0
+    ws = 128 * 128 * 4  # the fp32 inter_cluster_reduce workspace, M x L
+    # A x n_split*cls_n, B, D, and the last cluster's read of the fp32 tile
+    assert v.l2_read == 128 * 64 * 2 * 2 * 2 + 64 * 256 * 2 + 256 * 128 * 2 + ws
+    # 2 splits of fp32 red.adds, 4 blocks' ticket atomics + 2 ticket resets (grid_m * cluster size),
+    # the last cluster's bf16 E and fp32 zeros into the workspace; no memset
+    assert v.l2_write == 2 * ws + 4 * (4 + 2) + 128 * 128 * 2 + ws
+    # everything fits L2: inputs and the workspace (in HBM, cold) are read once
+    assert v.hbm_read == 128 * 64 * 2 + 64 * 256 * 2 + 256 * 128 * 2 + ws and v.hbm_write == 0
     assert v.dsm == 4 * 128 * 64 * 2  # 4 blocks, one ring step of one bf16 slice each
     steps = {s.primitive: s for s in p.dsm_comm}
     assert set(steps) == {"dsm_shuffle", "inter_cluster_reduce"}
     assert steps["dsm_shuffle"].bytes_per_block == 128 * 64 * 2 and steps["dsm_shuffle"].times == 1
-    assert steps["inter_cluster_reduce"].bytes_per_block == 128 * 64 * 2
+    assert steps["inter_cluster_reduce"].bytes_per_block == 128 * 64 * 4  # fp32 slice, block_l / cls_reduce wide
 
 
 def test_analyze_l2_overflow_by_hand() -> None:
-    """L2 of 40,000 B: E (32,768) first, A (reused twice) gets the 7,232 B left, B and D stream once."""
+    """L2 of 40,000 B: E (32,768) first, the fp32 workspace (65,536) gets the 7,232 B left, so A
+    (reused twice) misses on both streams, B and D stream once; the workspace's first touch misses
+    and its 2 later touches (second split's red.add, the conversion read) miss for the 58,304 B not
+    held, which are also written back."""
     hw = hw_variant(l2_bytes=40000)
     ch = chain(128, 256, 64, 128)
     p = _fused(ch, hw, (1, 2, 1, 2), (128, 64, 32, 64), grid_m=1, n_split=2, n_passes=1)
     v = analyze(p, hw)
-    assert v.hbm_read == pytest.approx(16384 + (16384 - 7232) + 32768 + 65536)
-    assert v.hbm_write == 0
+    assert v.hbm_read == pytest.approx(2 * 16384 + 32768 + 65536 + 65536 + 2 * (65536 - 7232))
+    assert v.hbm_write == pytest.approx(65536 - 7232)
 
 
 def test_analyze_unfused_by_hand() -> None:
@@ -188,6 +196,7 @@ def test_dsm_primitives_bytes() -> None:
     rs = prims["dsm_reduce_scatter"]
     assert rs.bytes_per_round == 128 * 64 * 4 and rs.bytes_per_cluster(c.size) == 16 * 128 * 64 * 4
     assert prims["inter_cluster_reduce"].level == "global"
+    assert prims["inter_cluster_reduce"].bytes_per_round == 128 * (128 // 2) * 4  # fp32 slice, block_l / cls_reduce
 
 
 def test_analyze_conv_reads_image_once_from_hbm() -> None:

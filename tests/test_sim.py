@@ -131,6 +131,22 @@ def test_deterministic_bit_for_bit():
         assert json.dumps(a.trace) == json.dumps(b.trace)
 
 
+def test_inter_cluster_reduce_as_the_kernel_runs_it():
+    """n_split > 1: fp32 red.adds into the workspace, tickets, the last cluster's conversion; no
+    memset (the kernel starts one launch overhead in) and bytes equal the analyzer's to the byte."""
+    planner = pytest.importorskip("fusesim.planner")
+    h = hw()
+    ch = ex.chain("g", 256, 2048, 512, 512)
+    plan = ex.fused_plan(ch, ClusterShape(1, 2, 2, 4), 128, 64, 64, n_split=4)
+    r = simulate(plan, h)
+    v = planner.analyze(plan, h)
+    for level in ("l2_read", "l2_write", "hbm_read", "hbm_write"):
+        assert r.bytes[level] == getattr(v, level), level
+    assert r.kernels[0]["start_ns"] == pytest.approx(h.launch_overhead_us * 1e3)
+    assert r.drain_bytes == ch.e_bytes + ch.m * ch.l * 4  # E and the zeroed workspace
+    assert plan.dsm_comm == planner.dsm_comm.dsm_steps(plan.cluster, plan.tiles, plan.n_passes, 4, "none", 2)
+
+
 def test_plan_round_trip_simulates_identically():
     h = hw()
     ch = ex.chain("g", 128, 2048, 512, 512)
@@ -181,7 +197,8 @@ def test_cli_json_contract(capsys):
 
     trace = ROOT / "tests" / ".sim_trace_test.json"
     try:
-        rc = main(["simulate", str(ROOT / "workloads/paper_gemm_chains.yaml"), "--hw", "h200", "--case", "G1",
+        # G2: its dsm plan runs a DSM step (G1's best dsm plan, cluster (2,1,1,1) + inter_cluster_reduce, has none)
+        rc = main(["simulate", str(ROOT / "workloads/paper_gemm_chains.yaml"), "--hw", "h200", "--case", "G2",
                    "--format", "json", "--trace", str(trace)])
         assert rc == 0
         out = json.loads(capsys.readouterr().out)

@@ -12,18 +12,24 @@ Fused plan (strategy smem / dsm), e = dtype bytes, blocks = grid_m * n_split * c
      A conv chain reads its im2col rows: K = IC * k1 * k1 per row, from the image in L2.
   B: b_bytes * grid_m * cls_m (every M row-group of every cluster streams its columns of B once).
   D: d_bytes * grid_m * cls_m.
-* L2 write requests: E stores, e_bytes; with n_split > 1 a memset of E (e_bytes) plus
-  n_split * e_bytes of bf16 reduce-adds (inter_cluster_reduce, L2 atomics).
+* L2 write requests: E stores, e_bytes. With n_split > 1 (inter_cluster_reduce as fused.cu.j2
+  runs it, fusesim.planner.dsm_comm): n_split * w_bytes of fp32 `red.add`s into the workspace
+  (w_bytes = M * L * 4, real rows), 4 bytes of ticket atomicAdd per block, and the last cluster's
+  conversion: E (e_bytes, bf16), zeros into the workspace (w_bytes) and a ticket reset (4 bytes
+  per ticket, grid_m * cluster size tickets); plus an L2 read of w_bytes (the fp32 tile). No memset.
 * HBM, by the greedy L2 model: L2 (hw.l2_bytes) is given, in order, to the output E, then to the
-  inputs by decreasing reuse r (ties: smaller tensor first, then A, B, D). A tensor X of unique
+  workspace W (n_split > 1), then to the inputs by decreasing reuse r (ties: smaller tensor first,
+  then A, B, D). The workspace lives in HBM (zeroed by the previous launch): its first touch misses,
+  its n_split later touches (the other atomics, the conversion read) miss for the part not held:
+  hbm_read_W = w_bytes * (1 + n_split * (1 - h_W)). A tensor X of unique
   bytes U_X gets alloc_X = min(U_X, what is left); h_X = alloc_X / U_X. The first touch of every
   input misses (L2 is cold: the benchmark flushes it); the (r_X - 1) later streams of X miss only
   for the part not held: hbm_read_X = U_X * (1 + (r_X - 1) * (1 - h_X)). Reuse counts are the
   streams that are apart in time (readers inside one cluster run together and share them):
   r_A = n_split * n_passes, r_B = r_D = grid_m. U_A of a conv chain is the image (batch*H*W*IC).
-  hbm_write = e_bytes - alloc_E (dirty lines still held when the kernel ends are not written back
-  within it: L2 is write-back, so an output or an intermediate that stays resident never reaches
-  HBM while the chain runs).
+  hbm_write = e_bytes - alloc_E + w_bytes - alloc_W (dirty lines still held when the kernel ends
+  are not written back within it: L2 is write-back, so an output, an intermediate or the
+  workspace that stays resident never reaches HBM while the chain runs).
 * DSM: blocks * sum over dsm_comm steps (level dsm) of times * bytes_per_block (fusesim.planner.dsm_comm).
 * SMEM traffic: 2 x (operand bytes loaded + DSM bytes received + act(C) tiles staged
   (blocks * n_passes * block_m * block_n * e) + E accumulator read-modify-write per chunk
@@ -51,6 +57,7 @@ import numpy as np
 
 from fusesim.hardware import Hardware
 from fusesim.plan import Placement, Plan
+from fusesim.planner.dsm_comm import inter_cluster_l2_bytes
 from fusesim.planner.footprint import gemm1_sub_l
 from fusesim.workload import Chain
 
@@ -119,24 +126,31 @@ def fused_volumes(ch: Chain, hw: Hardware, cm: Any, cn: Any, ck: Any, cl: Any, b
     b_req = float(ch.b_bytes) * grid_m * cm
     d_req = float(ch.d_bytes) * grid_m * cm
     u_e = float(ch.e_bytes)
-    l2_write = u_e * np.where(n_split > 1, 1 + n_split, 1)
+    icr = inter_cluster_l2_bytes(m, l_, e, n_split, blocks, grid_m * cs)
+    u_w = icr["workspace"]
+    l2_write = icr["l2_write"]
     alloc_e = min(u_e, float(hw.l2_bytes))
+    alloc_w = np.minimum(u_w, hw.l2_bytes - alloc_e)
     r_a, r_b, r_d = n_split * n_passes, grid_m, grid_m
-    al_a, al_b, al_d = greedy_l2(hw.l2_bytes - alloc_e, [(float(ch.a_bytes), r_a), (float(ch.b_bytes), r_b),
-                                                         (float(ch.d_bytes), r_d)])
-    hbm_read = _reread(ch.a_bytes, r_a, al_a) + _reread(ch.b_bytes, r_b, al_b) + _reread(ch.d_bytes, r_d, al_d)
-    hbm_write = u_e - alloc_e
+    al_a, al_b, al_d = greedy_l2(hw.l2_bytes - alloc_e - alloc_w,
+                                 [(float(ch.a_bytes), r_a), (float(ch.b_bytes), r_b), (float(ch.d_bytes), r_d)])
+    h_w = alloc_w / np.maximum(u_w, 1.0)
+    hbm_w = u_w * (1.0 + n_split * (1.0 - h_w))
+    hbm_read = (_reread(ch.a_bytes, r_a, al_a) + _reread(ch.b_bytes, r_b, al_b) + _reread(ch.d_bytes, r_d, al_d)
+                + hbm_w)
+    hbm_write = u_e - alloc_e + (u_w - alloc_w)
     ax = np.where(ck > 1, n_passes * np.where(mul, bm * bn * 4, (ck - 1) * bm * bn * 4 * (1 + seq)), 0)
     sh = np.where(shuffle > 1, n_passes * (shuffle - 1) * bm * bn * e, 0)
     rs = np.where(reduce > 1, (reduce - 1) * bm * (bl // np.maximum(reduce, 1)) * 4, 0)
     dsm = blocks * (ax + sh + rs)
-    l2_read = a_req + b_req + d_req
+    operand_read = a_req + b_req + d_req  # through the SMEM pipeline (the workspace read is not)
+    l2_read = operand_read + icr["l2_read"]
     staged = blocks * n_passes * (bm * bn * e + bm * bl * 4) + float(m * l_ * e) * n_split
-    smem = 2.0 * (l2_read + dsm + staged)
+    smem = 2.0 * (operand_read + dsm + staged)
     reg = blocks * n_passes * bm * (bn * (1 + seq) + bl) * 4.0
     return {"hbm_read": hbm_read, "hbm_write": hbm_write + 0.0 * blocks, "l2_read": l2_read,
             "l2_write": l2_write, "dsm": dsm * 1.0, "smem": smem, "reg": reg, "blocks": blocks,
-            "shuffle": shuffle, "reduce": reduce}
+            "shuffle": shuffle, "reduce": reduce, "operand_read": operand_read}
 
 
 def gemm_kernel_volumes(ch: Chain, hw: Hardware, op: str, bm: int, bn: int,

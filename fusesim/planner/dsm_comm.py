@@ -13,27 +13,36 @@ A fused block (n_i, k_j) of a cluster (cls_m, cls_n, cls_k, cls_l) talks to its 
 * dsm_reduce_scatter (cls_reduce = cls_n * cls_k / cls_l > 1, after the last chunk): each block
   pushes the (cls_reduce - 1) fp32 slices of its E partial (block_m x block_l / cls_reduce each)
   that other blocks own. One round.
-* inter_cluster_reduce (n_split > 1, store phase): each block adds its bf16 E slice
-  (block_m x block_l / cls_reduce) into global E with a TMA reduce-add (L2 atomics); E is zeroed
-  by a memset before the kernel. One round.
+* inter_cluster_reduce (n_split > 1, store phase), as fused.cu.j2 runs it: each block adds its
+  fp32 E slice (block_m x block_l / cls_reduce) into an fp32 global workspace (M x L floats, the
+  gpu runner allocates it) with `red.global.add.v4.f32` (L2 atomics, 4 bytes per element), then
+  takes a ticket (one int atomicAdd per block on its tile's counter). The last of the n_split
+  clusters to arrive converts the tile: it reads the fp32 slice from L2, writes bf16 E, writes
+  zeros back into the workspace and resets the ticket, so the next launch starts clean (no
+  memset of E or of the workspace, no extra kernel). One round; bytes_per_block is the fp32 slice.
 
 Bytes are what one block sends per round (push model: sent bytes == bytes received by peers),
 `times` is rounds per block over the whole kernel, exactly the fields of `fusesim.plan.DsmStep`.
 Every block of the grid runs every step with full tiles, so the plan's DSM bytes are
 grid_blocks * sum(times * bytes_per_block) over the dsm-level steps (dataflow.analyze agrees).
-inter_cluster_reduce bytes are per full tile too; predicated rows beyond M are clipped by TMA and
-never reach L2, so the analyzer counts its L2 bytes with the real M.
+inter_cluster_reduce bytes are per full tile too; the kernel skips rows beyond M, so the analyzer
+counts its L2 bytes with the real M (`inter_cluster_l2_bytes`).
 The cost model charges each round dsm_latency_ns + cluster_barrier_ns of the cluster size
-(inter_cluster_reduce: l2_latency_ns), the simulator executes the same rounds.
+(inter_cluster_reduce: l2_latency_ns for the fenced atomics, the ticket and the last cluster's
+read of the workspace), the simulator executes the same rounds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from fusesim.plan import ClusterShape, DsmStep, Tiles
 
 FP32_BYTES = 4
+TICKET_BYTES = 4  # one int per (M tile, block position): atomicAdd per arrival, a reset by the last
 
 
 @dataclass(frozen=True)
@@ -90,18 +99,37 @@ def dsm_reduce_scatter(cluster: ClusterShape, tiles: Tiles) -> DsmPrimitive | No
                         (cluster.reduce - 1) * slice_bytes, "dsm")
 
 
-def inter_cluster_reduce(cluster: ClusterShape, tiles: Tiles, n_split: int, dtype_bytes: int) -> DsmPrimitive | None:
+def inter_cluster_reduce(cluster: ClusterShape, tiles: Tiles, n_split: int) -> DsmPrimitive | None:
+    """fp32 atomic add of the block's E slice into the workspace (the ticket and the last cluster's
+    conversion are in `inter_cluster_l2_bytes`)."""
     if n_split <= 1:
         return None
     return DsmPrimitive("inter_cluster_reduce", "atomic_add", n_split, 1, 1,
-                        tiles.block_m * (tiles.block_l // cluster.reduce) * dtype_bytes, "global")
+                        tiles.block_m * (tiles.block_l // cluster.reduce) * FP32_BYTES, "global")
+
+
+def inter_cluster_l2_bytes(m: int, l: int, dtype_bytes: int, n_split: Any, blocks: Any,  # noqa: E741
+                           tiles_per_split: Any) -> dict[str, Any]:
+    """L2 traffic of inter_cluster_reduce over the whole grid (real rows only; numpy-friendly).
+
+    Every one of the n_split clusters of an M tile adds its fp32 partial (m * l * 4 bytes over the
+    grid per split) and takes a ticket (4 bytes per block); the last one reads the fp32 tile
+    (l2 read), writes bf16 E and fp32 zeros into the workspace and resets the ticket (4 bytes per
+    ticket; `tiles_per_split` = blocks of one split = tickets). With n_split == 1: plain E store."""
+    ws = float(m * l * FP32_BYTES)
+    e = float(m * l * dtype_bytes)
+    split = np.asarray(n_split) > 1
+    atomics = n_split * ws + TICKET_BYTES * (blocks + tiles_per_split)
+    return {"workspace": np.where(split, ws, 0.0),
+            "l2_read": np.where(split, ws, 0.0),
+            "l2_write": np.where(split, atomics + e + ws, e)}
 
 
 def dsm_primitives(cluster: ClusterShape, tiles: Tiles, n_passes: int, n_split: int, gated_mode: str,
                    dtype_bytes: int) -> list[DsmPrimitive]:
     """The primitives a fused plan runs, in execution order."""
     prims = [dsm_all_exchange(cluster, tiles, n_passes, gated_mode), dsm_shuffle(cluster, tiles, n_passes, dtype_bytes),
-             dsm_reduce_scatter(cluster, tiles), inter_cluster_reduce(cluster, tiles, n_split, dtype_bytes)]
+             dsm_reduce_scatter(cluster, tiles), inter_cluster_reduce(cluster, tiles, n_split)]
     return [p for p in prims if p is not None]
 
 

@@ -4,9 +4,10 @@ The kernel launcher is a SimPy process: the first launch pays `launch_overhead_u
 launch to first block); every dependent kernel starts `kernel_gap_us` after the previous one's
 last block and its stores (in stream order the next launch is processed while the previous
 kernel runs, so its overhead is hidden: a chain of k kernels costs launch + (k-1) gaps + spans,
-as fusesim calibrate measures on the H200); a fused plan with n_split > 1 first zeroes E (a
-memset: E written into L2, then one kernel gap). After the last kernel the outputs still dirty in L2 are written back to
-HBM and the time includes draining them (so no plan beats min bytes / HBM bandwidth); those bytes
+as fusesim calibrate measures on the H200); a fused plan is one kernel whatever n_split (its
+inter_cluster_reduce workspace is left zeroed by the previous launch: no memset, no gap). After the
+last kernel the outputs still dirty in L2 (E, and the zeroed workspace of an n_split > 1 plan) are
+written back to HBM and the time includes draining them (so no plan beats min bytes / HBM bandwidth); those bytes
 are `drain_bytes`, not `hbm_write` (which counts what reaches HBM while the kernels run, as Nsight
 Compute and fusesim.planner.dataflow do). Dead intermediates (the unfused C) are dropped.
 
@@ -28,6 +29,7 @@ from fusesim.plan import Plan
 from fusesim.sim.gpu import GPU, dispatch
 from fusesim.sim.kernels import (
     INTERMEDIATES,
+    WORKSPACE,
     EltwiseCohort,
     FusedCohort,
     GemmCohort,
@@ -74,9 +76,7 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
             yield env.timeout(hw.kernel_gap_us * 1e3)
             if gpu.trace is not None:
                 gpu.trace.host_span("kernel gap", "launch", t0, env.now)
-        if kernel.op == "fused" and plan.n_split > 1:
-            yield from _memset_e(env, gpu, plan, layouts, first=(i == 0))
-        elif i == 0:
+        if i == 0:
             t0 = env.now
             yield env.timeout(hw.launch_overhead_us * 1e3)  # front-end: launch to first block
             if gpu.trace is not None:
@@ -108,27 +108,13 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
             gpu.trace.host_span(kernel.name, "kernel", start, env.now)
     last = plan.kernels[-1].op if plan.kernels else "fused"
     outputs = ["C"] if last == "gemm0" else ["E"]  # a GEMM0-only plan (micro-cases) outputs C
+    if last == "fused" and plan.n_split > 1:
+        outputs.append(WORKSPACE)  # the workspace's zeros are dirty in L2 too
     dead = list(INTERMEDIATES) if plan.strategy == "unfused" and last != "gemm0" else []
     t0 = env.now
     yield gpu.mem.flush(outputs, dead)
     if gpu.trace is not None:
-        gpu.trace.host_span("L2 write-back of E", "memory", t0, env.now)
-
-
-def _memset_e(env: simpy.Environment, gpu: GPU, plan: Plan, layouts, first: bool):
-    """cudaMemsetAsync of E before a kernel whose clusters reduce-add into it (inter_cluster_reduce):
-    launched like a kernel, E's lines are written (dirty) into L2 by all SMs, then the dependent
-    kernel follows one kernel gap later."""
-    e = layouts["E"]
-    ch = plan.chain
-    t0 = env.now
-    if first:
-        yield env.timeout(gpu.hw.launch_overhead_us * 1e3)
-    gran = e.keys(0, 0, ch.m, ch.l)
-    yield gpu.mem.store(gran, sum(b for _k, b in gran), gpu.hw.sm_count)
-    yield env.timeout(gpu.hw.kernel_gap_us * 1e3)
-    if gpu.trace is not None:
-        gpu.trace.host_span("memset E", "memory", t0, env.now)
+        gpu.trace.host_span("L2 write-back of " + "+".join(outputs), "memory", t0, env.now)
 
 
 def simulate(plan: Plan, hw: Hardware, trace: bool = False) -> SimResult:

@@ -6,7 +6,11 @@
 * `FusedCohort`: the smem / dsm kernel. Per N chunk: GEMM0 over the block's K slice, then
   dsm_all_exchange, then GEMM1 over the shuffle group's slices with the dsm_shuffle ring pushes
   overlapped with the MMAs of the current slice; after the last chunk dsm_reduce_scatter, then
-  inter_cluster_reduce (atomics through L2) or a plain store of E. GEMM1 streams D through the
+  inter_cluster_reduce or a plain store of E. inter_cluster_reduce as fused.cu.j2 runs it: fp32
+  red.adds of every block's E slice into the workspace W (L2 atomics, its first touch fetched from
+  HBM), a ticket atomicAdd per block, then the last of the n_split clusters of an M tile (the
+  clusters of N column n_split - 1: dispatched last) reads the fp32 slice, stores bf16 E, stores
+  zeros into W and resets the ticket. No memset. GEMM1 streams D through the
   same SMEM stages as GEMM0 in steps of `block_k` rows of D (a stage never holds more than one
   GEMM0 stage's worth), so the producer prefetches D while the consumer exchanges C.
 DSM steps are executed exactly as listed in `plan.dsm_comm` (bytes per block, times per block).
@@ -26,6 +30,9 @@ Granules = list[tuple[Key, int]]
 
 
 INTERMEDIATES = ("C", "G", "U", "S")  # C = act(A@B); G, U, S: PyTorch's gate, up, silu(gate) (baseline.py)
+WORKSPACE = "W"  # inter_cluster_reduce's fp32 M x L workspace (fused.cu.j2 `ws`, the gpu runner allocates it)
+WORKSPACE_BYTES = 4
+TICKET_BYTES = 4  # one int per (M tile, block position) of a split
 
 
 def kernel_io(kernel: Kernel, chain) -> tuple[str, list[str], str, int]:
@@ -62,7 +69,7 @@ def layouts_for(plan: Plan) -> dict[str, TensorLayout]:
     ch = plan.chain
     eb = ch.dtype_bytes
     rows_cols = {"A": (ch.m, ch.k), "B": (ch.k, ch.n), "Bg": (ch.k, ch.n), "Bu": (ch.k, ch.n),
-                 "D": (ch.n, ch.l), "E": (ch.m, ch.l)}
+                 "D": (ch.n, ch.l), "E": (ch.m, ch.l), "W": (ch.m, ch.l)}
     rows_cols.update({t: (ch.m, ch.n) for t in INTERMEDIATES})
     shapes: dict[str, list[tuple[int, int]]] = {k: [] for k in rows_cols}
     if plan.strategy == "unfused":
@@ -87,6 +94,7 @@ def layouts_for(plan: Plan) -> dict[str, TensorLayout]:
             shapes[b].append((t.block_k, t.block_n))
         shapes["D"].append((_d_step_rows(plan), gemm1_sub_l(block_l)))
         shapes["E"].append((t.block_m, max(block_l // cl.reduce, 1)))
+        shapes["W"].append((t.block_m, max(block_l // cl.reduce, 1)))
     out = {}
     for name, (rows, cols) in rows_cols.items():
         sh = shapes[name] or [(rows, cols)]
@@ -96,7 +104,7 @@ def layouts_for(plan: Plan) -> dict[str, TensorLayout]:
         if name == "A" and ch.conv is not None:
             period = ch.conv.ic
             gc = gcd(gc, period)
-        out[name] = TensorLayout(name, rows, cols, eb, gr, gc, period)
+        out[name] = TensorLayout(name, rows, cols, WORKSPACE_BYTES if name == "W" else eb, gr, gc, period)
     return out
 
 
@@ -117,6 +125,7 @@ def l2_priority(plan: Plan) -> dict[str, int]:
     for t in INTERMEDIATES:
         prio[t] = 20
     prio["E"] = 30
+    prio[WORKSPACE] = 25  # after E, before the inputs: the analyzer's order
     return prio
 
 
@@ -417,28 +426,48 @@ class FusedCohort(Cohort):
         yield from self._store_e()
         yield from self.cluster_barrier("barrier (before exit)")
 
-    def _e_slices(self) -> list[tuple[tuple[int, ...], int]]:
-        """(m tile, first column) of the E slice each block owns after dsm_reduce_scatter, with counts."""
+    def _e_slices(self, last_only: bool = False) -> list[tuple[tuple[int, ...], int]]:
+        """(m tile, first column) of the E slice each block owns after dsm_reduce_scatter, with counts
+        (`last_only`: blocks of the clusters that convert the tile, N column n_split - 1)."""
         cl = self.cl
         width = max(self.bl // cl.reduce, 1)
+        last = self.plan.n_split - 1
         out = []
-        for m, _nc, ni, k_j in self.blocks_xy:
+        for m, nc, ni, k_j in self.blocks_xy:
+            if last_only and nc != last:
+                continue
             g, q = divmod(ni * cl.k + k_j, cl.l)
             out.append((m, q * self.bl + g * width))
         return _counts(out)
 
-    def _store_e(self):
-        bm = self.bm
+    def _slices(self, layout: TensorLayout, slices) -> tuple[Granules, int]:
         width = max(self.bl // self.cl.reduce, 1)
-        e = self.layouts["E"]
         gran: dict[Key, int] = {}
         l2_bytes = 0
-        for (m, c0), count in self._e_slices():
-            l2_bytes += count * _add(gran, e.keys(m * bm, c0, bm, width))
-        if self.steps.get("inter_cluster_reduce"):
-            # bf16 reduce-add of the block's slice into E (zeroed by the memset before the kernel)
-            ev = self.mem.atomic_add(list(gran.items()), l2_bytes, self.sms)
-            yield from self.timed(ev, "inter_cluster_reduce", "store")
-        else:
-            ev = self.mem.store(list(gran.items()), l2_bytes, self.sms)
-            yield from self.timed(ev, "store E", "store")
+        for (m, c0), count in slices:
+            l2_bytes += count * _add(gran, layout.keys(m * self.bm, c0, self.bm, width))
+        return list(gran.items()), l2_bytes
+
+    def _store_e(self):
+        e = self.layouts["E"]
+        if not self.steps.get("inter_cluster_reduce"):
+            gran, l2_bytes = self._slices(e, self._e_slices())
+            yield from self.timed(self.mem.store(gran, l2_bytes, self.sms), "store E", "store")
+            return
+        w = self.layouts[WORKSPACE]
+        # fp32 red.add of every block's slice into the workspace, then a fence and the ticket
+        gran, l2_bytes = self._slices(w, self._e_slices())
+        yield from self.timed(self.mem.atomic_add(gran, l2_bytes, self.sms, cold=True),
+                              "inter_cluster_reduce", "store")
+        yield from self.timed(self.mem.atomic_add([], TICKET_BYTES * len(self.blocks_xy), self.sms),
+                              "ticket", "store")
+        last = self._e_slices(last_only=True)
+        if not last:
+            return
+        # the last cluster of each tile: read the fp32 sum, store bf16 E and zeros into W, reset the ticket
+        w_gran, w_bytes = self._slices(w, last)
+        yield from self.timed(self.mem.load(w_gran, w_bytes, self.sms), "read workspace", "store")
+        e_gran, e_bytes = self._slices(e, last)
+        tickets = TICKET_BYTES * sum(c for _k, c in last)
+        ev = self.mem.store(e_gran + w_gran, e_bytes + w_bytes + tickets, self.sms)
+        yield from self.timed(ev, "store E, zero workspace", "store")

@@ -7,8 +7,9 @@ it, see `TensorLayout`), in LRU order, with a dirty bit:
 - evicting a dirty granule queues its bytes to HBM as a background write-back;
 - an intermediate written and read back while resident therefore never reaches HBM, and tensors
   that are dead after the plan (the unfused intermediate C) are dropped, not flushed.
-An atomic add (inter-cluster reduction) is a read-modify-write in L2: L2 write bytes; HBM read
-bytes only if the granule had been written before and was evicted since.
+An atomic add is a read-modify-write in L2: L2 write bytes; HBM read bytes if the granule is not
+resident and either had been written before (evicted since) or lives in HBM already (`cold=True`:
+the inter_cluster_reduce workspace, zeroed by the previous launch, misses on its first touch).
 
 Every load pays latency (HBM latency if any byte missed, L2 latency otherwise) after its bytes
 have passed both servers; the L2 flow of a cohort is capped by the load bandwidth of the SMs that
@@ -175,15 +176,16 @@ class L2Cache:
             return 0
         return self._insert(c, key, nbytes, dirty=True)
 
-    def atomic(self, key: Key, nbytes: int) -> tuple[int, int]:
-        """Read-modify-write in L2: (HBM read bytes, write-back bytes)."""
+    def atomic(self, key: Key, nbytes: int, cold: bool = False) -> tuple[int, int]:
+        """Read-modify-write in L2: (HBM read bytes, write-back bytes). `cold`: the tensor's data is
+        in HBM, so a first touch fetches it too."""
         c = self._cls(key)
         line = c.get(key)
         if line is not None:
             line[1] = True
             c.move_to_end(key)
             return 0, 0
-        fetch = nbytes if key in self._ever_written else 0  # first touch: zero-initialised output
+        fetch = nbytes if cold or key in self._ever_written else 0  # else: zero-initialised output
         self._ever_written.add(key)
         return fetch, self._insert(c, key, nbytes, dirty=True)
 
@@ -276,12 +278,15 @@ class MemorySystem:
         ev = self.l2.transfer(l2_bytes, weight=1.0, cap_bytes_per_ns=self._cap(sms))
         return self._after(ev, self.hw.l2_latency_ns)
 
-    def atomic_add(self, granules: Iterable[tuple[Key, int]], l2_bytes: int, sms: int) -> simpy.Event:
-        """Reductions performed by L2 (red.global / cp.reduce.async.bulk add)."""
+    def atomic_add(self, granules: Iterable[tuple[Key, int]], l2_bytes: int, sms: int,
+                   cold: bool = False) -> simpy.Event:
+        """Reductions performed by L2 (red.global / atomicAdd / cp.reduce.async.bulk add); `cold` as
+        in L2Cache.atomic. Granules may be empty (the inter_cluster_reduce tickets: L2 bytes and
+        latency only, residency not tracked)."""
         fetch = 0
         wb = 0
         for key, nbytes in granules:
-            f, w = self.cache.atomic(key, nbytes)
+            f, w = self.cache.atomic(key, nbytes, cold)
             fetch += f
             wb += w
         self._writeback(wb)
