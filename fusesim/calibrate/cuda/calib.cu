@@ -972,6 +972,22 @@ __global__ void __launch_bounds__(256) k_mma_sync(int iters, float* sink, double
   if (threadIdx.x == 0 && mhz) mhz[blockIdx.x] = (double)(c1 - c0) / (double)(t1 - t0 + 1) * 1e3;
 }
 
+// Both tensor-rate groups: time the bf16 and fp16 kernels, report TFLOP/s and the SM clock seen.
+template <class Launch>
+static void tensor_rate_bf16_fp16(Json& j, int grid, int threads, int iters, int reps, double flops, double* mhz,
+                                  Launch launch) {
+  j.num("grid", grid).num("threads", threads).num("iters", iters).num("flops", flops);
+  for (int f16 = 0; f16 <= 1; ++f16) {
+    auto ms = time_reps(reps, [&] { launch(f16 != 0); });
+    std::vector<double> t;
+    for (double m : ms) t.push_back(flops / (m * 1e-3) / 1e12);
+    std::vector<double> hm(grid);
+    CK(cudaMemcpy(hm.data(), mhz, grid * sizeof(double), cudaMemcpyDeviceToHost));
+    j.obj(f16 ? "fp16" : "bf16").num("tflops_median", median(t)).nums("tflops", t);
+    j.num("sm_clock_mhz_last_rep", median(hm)).close_obj();
+  }
+}
+
 static void group_mma(Json& j) {
   int sms = sm_count();
   float* sink;
@@ -982,19 +998,10 @@ static void group_mma(Json& j) {
   int iters = g_quick ? 1000 : 20000;
   int reps = g_quick ? 3 : 7;
   double flops = (double)grid * (threads / 32) * iters * kMmaAcc * (2.0 * 16 * 8 * 16);
-  j.num("grid", grid).num("threads", threads).num("iters", iters).num("flops", flops);
-  for (int f16 = 0; f16 <= 1; ++f16) {
-    auto ms = time_reps(reps, [&] {
-      if (f16) k_mma_sync<true><<<grid, threads>>>(iters, sink, mhz);
-      else k_mma_sync<false><<<grid, threads>>>(iters, sink, mhz);
-    });
-    std::vector<double> t;
-    for (double m : ms) t.push_back(flops / (m * 1e-3) / 1e12);
-    std::vector<double> hm(grid);
-    CK(cudaMemcpy(hm.data(), mhz, grid * sizeof(double), cudaMemcpyDeviceToHost));
-    j.obj(f16 ? "fp16" : "bf16").num("tflops_median", median(t)).nums("tflops", t);
-    j.num("sm_clock_mhz_last_rep", median(hm)).close_obj();
-  }
+  tensor_rate_bf16_fp16(j, grid, threads, iters, reps, flops, mhz, [&](bool f16) {
+    if (f16) k_mma_sync<true><<<grid, threads>>>(iters, sink, mhz);
+    else k_mma_sync<false><<<grid, threads>>>(iters, sink, mhz);
+  });
   j.str("method", "mma.sync.aligned.m16n8k16 f32 accumulate, 8 independent accumulators per warp, 4 x 256-thread blocks per SM, non-zero operands; FLOPs over CUDA-event time");
   CK(cudaFree(sink));
   CK(cudaFree(mhz));
@@ -1063,19 +1070,10 @@ static void group_wgmma(Json& j) {
   int iters = g_quick ? 200 : 4000;
   int reps = g_quick ? 3 : 7;
   double flops = (double)grid * (threads / 128) * iters * kWgmmaPerGroup * (2.0 * 64 * 256 * 16);
-  j.num("grid", grid).num("threads", threads).num("iters", iters).num("flops", flops);
-  for (int f16 = 0; f16 <= 1; ++f16) {
-    auto ms = time_reps(reps, [&] {
-      if (f16) k_wgmma<true><<<grid, threads>>>(iters, sink, mhz);
-      else k_wgmma<false><<<grid, threads>>>(iters, sink, mhz);
-    });
-    std::vector<double> t;
-    for (double m : ms) t.push_back(flops / (m * 1e-3) / 1e12);
-    std::vector<double> hm(grid);
-    CK(cudaMemcpy(hm.data(), mhz, grid * sizeof(double), cudaMemcpyDeviceToHost));
-    j.obj(f16 ? "fp16" : "bf16").num("tflops_median", median(t)).nums("tflops", t);
-    j.num("sm_clock_mhz_last_rep", median(hm)).close_obj();
-  }
+  tensor_rate_bf16_fp16(j, grid, threads, iters, reps, flops, mhz, [&](bool f16) {
+    if (f16) k_wgmma<true><<<grid, threads>>>(iters, sink, mhz);
+    else k_wgmma<false><<<grid, threads>>>(iters, sink, mhz);
+  });
   j.str("method", "wgmma.mma_async m64n256k16 f32 accumulate, A and B from SMEM (no swizzle, random values in [-1,1]), 8 wgmma per commit group then wait_group 0, 2 warpgroups per SM; FLOPs over CUDA-event time");
   CK(cudaFree(sink));
   CK(cudaFree(mhz));
