@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fusesim.errors import InputError
 from fusesim.hardware import Hardware, load_hardware
 from fusesim.workload import Workload, load_workload
 
@@ -70,8 +69,3 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], title: str | No
     out = [title] if title else []
     out += [line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells]
     return "\n".join(out)
-
-
-def require_file(path: str, what: str) -> None:
-    if not Path(path).is_file():
-        raise InputError(path, None, f"no such {what} file")
