@@ -1,6 +1,7 @@
-"""compute-sanitizer memcheck and racecheck on one kernel per template family.
+"""compute-sanitizer memcheck, racecheck and synccheck on one kernel per template family and
+cluster size (1, 2, 4, 8, 16: the fused template's DSM paths differ by cluster shape).
 
-    python3 -m fusesim.gpu.sanitize --out FILE.json
+    python3 -m fusesim.gpu.sanitize --out FILE.json [--tools memcheck,racecheck,synccheck]
 
 Each check runs `compute-sanitizer --tool T --kernel-name kns=fs_` over a child process that
 launches the generated kernel once on random inputs (fusesim.gpu.ncu's launcher), so only our
@@ -21,18 +22,31 @@ from fusesim.codegen.handplans import fused, unfused
 from fusesim.gpu.oddshapes import ODD_CHAINS, _ffn
 from fusesim.plan import ClusterShape, Plan
 
+TOOLS = ("memcheck", "racecheck", "synccheck")
+PARALLEL = 8  # sanitizer processes at once (each instruments one small launch)
+
 
 def family_plans() -> dict[str, Plan]:
+    """One plan per template family and cluster size, covering every dsm_comm form."""
     ch = _ffn("san", 96, 1024, 256, 256, "gelu")
+    wide = _ffn("san-wide", 96, 1024, 256, 512, "relu")
     g = _ffn("san-gated", 80, 512, 128, 128, gated=True)
     return {
-        "gemm (unfused, gated, predicated M)": unfused(ODD_CHAINS[3], 64, 32, 32),
-        "fused smem (cluster 1, inter_cluster_reduce)": fused(ch, ClusterShape(1, 1, 1, 1), 64, 64, 64, n_split=4),
-        "fused dsm (exchange add + shuffle + reduce_scatter)": fused(ch, ClusterShape(1, 4, 2, 4), 64, 64, 64, n_split=1),
-        "fused dsm (mul exchange + shuffle + inter_cluster_reduce)": fused(g, ClusterShape(1, 2, 2, 4), 64, 64, 64,
-                                                                          n_split=2, gated_mode="mul_exchange"),
-        "fused dsm, E in registers + shared SMEM (exchange + shuffle + reduce + inter-cluster)": fused(
+        "gemm (unfused, gated, predicated M), cluster 1": unfused(ODD_CHAINS[3], 64, 32, 32),
+        "fused smem (inter_cluster_reduce), cluster 1": fused(ch, ClusterShape(1, 1, 1, 1), 64, 64, 64, n_split=4),
+        "fused dsm (exchange add + inter_cluster_reduce), cluster 2": fused(ch, ClusterShape(1, 1, 2, 2), 64, 64, 64,
+                                                                             n_split=2),
+        "fused dsm (ring shuffle), cluster 2": fused(ch, ClusterShape(1, 2, 1, 2), 64, 64, 64, n_split=2),
+        "fused dsm (mul exchange + shuffle + inter_cluster_reduce), cluster 4": fused(
+            g, ClusterShape(1, 2, 2, 4), 64, 64, 64, n_split=2, gated_mode="mul_exchange"),
+        "fused dsm (exchange add + shuffle + reduce_scatter), cluster 8": fused(ch, ClusterShape(1, 4, 2, 4),
+                                                                                64, 64, 64, n_split=1),
+        "fused dsm, E in registers + shared SMEM (all four forms), cluster 8": fused(
             ch, ClusterShape(1, 4, 2, 4), 64, 64, 64, n_split=4),
+        "fused dsm (cls_m 2, exchange + shuffle + reduce_scatter), cluster 16": fused(
+            ch, ClusterShape(2, 4, 2, 8), 64, 64, 64, n_split=1),
+        "fused dsm (exchange + 16-block ring), cluster 16": fused(wide, ClusterShape(1, 8, 2, 16), 64, 64, 64,
+                                                                  n_split=1),
     }
 
 
@@ -40,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
     p.add_argument("--work", default="/tmp/sanitize_work")
+    p.add_argument("--tools", default=",".join(TOOLS))
     args = p.parse_args(argv)
+    tools = tuple(args.tools.split(","))
     from fusesim.gpu.bench import build_all
 
     exe = shutil.which("compute-sanitizer")
@@ -51,33 +67,41 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     plans = family_plans()
     built = build_all(list(plans.values()), jobs=8)
-    procs: list[tuple[str, str, Any, Path]] = []
-    for (name, plan), (so, err) in zip(plans.items(), built, strict=True):
+    jobs: list[tuple[str, str, list[str], Path]] = []
+    rows: list[dict[str, Any]] = []
+    for i, ((name, plan), (so, err)) in enumerate(zip(plans.items(), built, strict=True)):
         if not so:
             print(f"{name}: build failed {err[:200]}")
+            rows.append({"family": name, "tool": "build", "rc": -1, "summary": [err[:300]],
+                         "plan": plan.summary(), "case": plan.case_id})
             continue
-        spec = work / f"{plan.case_id}_{plan.strategy}_{len(procs)}.json"
+        spec = work / f"{plan.case_id}_{plan.strategy}_{i}.json"
         spec.write_text(json.dumps(plan.chain.to_dict()))
-        for tool in ("memcheck", "racecheck"):
+        for tool in tools:
             log = work / f"{spec.stem}_{tool}.log"
             cmd = [exe, "--tool", tool, "--kernel-name", "kns=fs_", "--error-exitcode", "9",
                    sys.executable, "-m", "fusesim.gpu.ncu", so, str(spec)]
-            procs.append((name, tool, subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT), log))
-    rows = []
-    for name, tool, proc, log in procs:
-        try:
-            rc = proc.wait(timeout=400)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            rc = -9
-        text = log.read_text(errors="replace")
-        summary = [ln.strip() for ln in text.splitlines() if "SUMMARY" in ln or "Error" in ln][-6:]
-        rows.append({"family": name, "tool": tool, "rc": rc, "summary": summary,
-                     "plan": plans[name].summary(), "case": plans[name].case_id})
-        print(f"{tool:9s} rc={rc:3d} {name}: {' | '.join(summary)[:160]}", flush=True)
-    Path(args.out).write_text(json.dumps({"what": "compute-sanitizer on one kernel per template family",
-                                          "rows": rows}, indent=1))
-    return 0 if all(r["rc"] == 0 for r in rows) else 1
+            jobs.append((name, tool, cmd, log))
+    for start in range(0, len(jobs), PARALLEL):
+        batch = [(name, tool, subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT), log)
+                 for name, tool, cmd, log in jobs[start:start + PARALLEL]]
+        rows += [_finish(name, tool, proc, log, plans[name]) for name, tool, proc, log in batch]
+    Path(args.out).write_text(json.dumps({"what": "compute-sanitizer on one kernel per template family and "
+                                                  "cluster size", "tools": list(tools), "rows": rows}, indent=1))
+    return 0 if rows and all(r["rc"] == 0 for r in rows) else 1
+
+
+def _finish(name: str, tool: str, proc: Any, log: Path, plan: Plan) -> dict[str, Any]:
+    try:
+        rc = proc.wait(timeout=400)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rc = -9
+    text = log.read_text(errors="replace")
+    summary = [ln.strip() for ln in text.splitlines() if "SUMMARY" in ln or "Error" in ln][-6:]
+    print(f"{tool:9s} rc={rc:3d} {name}: {' | '.join(summary)[:160]}", flush=True)
+    return {"family": name, "tool": tool, "rc": rc, "summary": summary, "plan": plan.summary(),
+            "case": plan.case_id, "cluster_size": plan.cluster.size}
 
 
 if __name__ == "__main__":

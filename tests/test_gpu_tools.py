@@ -1,0 +1,30 @@
+"""CPU-side checks of the GPU tooling: what the sanitizer run covers, how ncu rows map to plans."""
+
+from __future__ import annotations
+
+from fusesim.capability import can_build
+from fusesim.codegen import generate
+from fusesim.gpu.ncu import METRICS, _summed, so_kernel_stem
+from fusesim.gpu.sanitize import TOOLS, family_plans
+
+
+def test_sanitizer_covers_every_family_and_cluster_size() -> None:
+    plans = family_plans()
+    assert all(can_build(p)[0] for p in plans.values())
+    assert {p.cluster.size for p in plans.values()} == {1, 2, 4, 8, 16}
+    assert {p.strategy for p in plans.values()} == {"unfused", "smem", "dsm"}
+    forms = {s.primitive for p in plans.values() for s in p.dsm_comm}
+    assert forms == {"dsm_all_exchange", "dsm_shuffle", "dsm_reduce_scatter", "inter_cluster_reduce"}
+    assert set(TOOLS) == {"memcheck", "racecheck", "synccheck"}
+
+
+def test_ncu_rows_map_to_their_plan_by_kernel_name() -> None:
+    plan = family_plans()["gemm (unfused, gated, predicated M), cluster 1"]
+    src = generate(plan)
+    stem = so_kernel_stem(f"/cache/{src.name}_0123456789abcdef.so")
+    assert stem == src.name
+    names = [f"fs_gemm0_{src.name}", f"fs_gemm1_{src.name}"]
+    assert all(f"{n}(" in src.code for n in names)
+    launches = [{"name": n, **{m: 10.0 * (i + 1) for m in METRICS}} for i, n in enumerate(names)]
+    got = _summed([k for k in launches if k["name"].endswith(stem)], "cmd")
+    assert got["dram__bytes_read.sum"] == 30.0 and got["kernels"] == names
