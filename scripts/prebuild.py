@@ -3,28 +3,37 @@
 A device machine's minutes are scarce; nvcc on this machine produces the same sm_90a .so files
 (static CUDA runtime), keyed by source hash, so the device finds them built.
 Usage: FUSESIM_CACHE=.fscache python3 scripts/prebuild.py --hw hw_configs/h200.yaml --top-k 1 WORKLOAD...
+       FUSESIM_CACHE=.fscache python3 scripts/prebuild.py --from-bench results/h200/planner_*.json
+(--from-bench: the plans recorded in bench JSONs, e.g. to profile them again with Nsight Compute.)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from pathlib import Path
 
 from fusesim.gpu.bench import build_all, select_plans
 from fusesim.hardware import load_hardware
+from fusesim.plan import Plan
 from fusesim.workload import load_workload
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("workloads", nargs="+")
-    ap.add_argument("--hw", required=True)
+    ap.add_argument("workloads", nargs="*")
+    ap.add_argument("--hw")
+    ap.add_argument("--from-bench", nargs="*", default=[], help="bench JSONs whose recorded plans to build")
     ap.add_argument("--top-k", type=int, default=1)
     ap.add_argument("--plans", default="planner")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
-    hw = load_hardware(args.hw)
-    plans = []
+    plans = [Plan.from_dict(r["plan"]) for f in args.from_bench for c in json.loads(Path(f).read_text())["cases"]
+             for r in c.get("plans", []) if r.get("plan")]
+    if args.workloads and not args.hw:
+        ap.error("--hw is required with workloads")
+    hw = load_hardware(args.hw) if args.hw else None
     for wl in args.workloads:
         for ch in load_workload(wl).cases:
             plans += [e["plan"] for e in select_plans(ch, hw, ("unfused", "smem", "dsm"), args.top_k, args.plans)]

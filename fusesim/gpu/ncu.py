@@ -2,6 +2,14 @@
 
 Runs `ncu --clock-control none` on a child process that launches the kernel once (ncu flushes
 caches between replays: cold L2). For an unfused plan the two kernels' counters are summed.
+
+    python3 -m fusesim.gpu.ncu --from BENCH.json G3,G4 OUT.json   # best plan of some cases
+    python3 -m fusesim.gpu.ncu --all BENCH.json OUT.json [smem,dsm]  # every verified plan, one ncu run
+    python3 -m fusesim.gpu.ncu --detail BENCH.json G1,G3 OUT.txt     # stall reasons etc. of the best plan
+
+`--all` profiles every verified plan of a bench JSON (same machine: its .so paths exist) in ONE ncu
+process (one child launches each kernel once, kernels are told apart by name) and writes the bench
+JSON again with an `ncu` block on each profiled plan row, which `fusesim validate` reads.
 """
 
 from __future__ import annotations
@@ -26,33 +34,51 @@ def _to_bytes(value: str, unit: str) -> float:
     return v * scale.get(unit, 1)
 
 
+def _ncu_cmd(exe: str, child: list[str]) -> list[str]:
+    return [exe, "--clock-control", "none", "--kernel-name", "regex:fs_", "--metrics", ",".join(METRICS),
+            "--csv", "--page", "raw", sys.executable, "-m", "fusesim.gpu.ncu", *child]
+
+
+def _run_ncu(cmd: list[str], timeout_s: int) -> tuple[list[dict[str, Any]], str]:
+    """One ncu process -> per kernel launch {name, metric: value in bytes/ns}, or ([], error)."""
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    text = res.stdout
+    start = text.find('"ID"')
+    if res.returncode != 0 or start < 0:
+        return [], f"ncu rc {res.returncode}: {(res.stderr or text)[-500:]}"
+    rows = list(csv.reader(io.StringIO(text[start:])))
+    header, units, data = rows[0], rows[1], rows[2:]
+    out = []
+    for r in data:
+        if len(r) != len(header):
+            continue
+        rec = dict(zip(header, r, strict=True))
+        vals: dict[str, Any] = {"name": rec.get("Kernel Name", "")}
+        for m in METRICS:
+            if m in rec and rec[m] not in ("", "n/a"):
+                vals[m] = _to_bytes(rec[m], units[header.index(m)])
+        out.append(vals)
+    return out, ""
+
+
+def _summed(launches: list[dict[str, Any]], command: str) -> dict[str, Any]:
+    out: dict[str, Any] = {m: sum(k.get(m, 0.0) for k in launches) for m in METRICS}
+    out["kernels"] = [k["name"] for k in launches]
+    out["command"] = command
+    return out
+
+
 def profile(so: str, chain: dict[str, Any], work: Path) -> dict[str, Any]:
     exe = shutil.which("ncu")
     if exe is None:
         return {"error": "ncu not found"}
     spec = work / "ncu_chain.json"
     spec.write_text(json.dumps(chain))
-    cmd = [exe, "--clock-control", "none", "--kernel-name", "regex:fs_", "--metrics", ",".join(METRICS),
-           "--csv", "--page", "raw", sys.executable, "-m", "fusesim.gpu.ncu", so, str(spec)]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    text = res.stdout
-    start = text.find('"ID"')
-    if res.returncode != 0 or start < 0:
-        return {"error": f"ncu rc {res.returncode}: {(res.stderr or text)[-500:]}"}
-    rows = list(csv.reader(io.StringIO(text[start:])))
-    header, units, data = rows[0], rows[1], rows[2:]
-    out: dict[str, Any] = {m: 0.0 for m in METRICS}
-    out["kernels"] = []
-    for r in data:
-        if len(r) != len(header):
-            continue
-        rec = dict(zip(header, r, strict=True))
-        out["kernels"].append(rec.get("Kernel Name", ""))
-        for m in METRICS:
-            if m in rec and rec[m] not in ("", "n/a"):
-                out[m] += _to_bytes(rec[m], units[header.index(m)])
-    out["command"] = " ".join(cmd[:-2] + ["SO", "CHAIN"])
-    return out
+    cmd = _ncu_cmd(exe, [so, str(spec)])
+    launches, err = _run_ncu(cmd, 300)
+    if err:
+        return {"error": err}
+    return _summed(launches, " ".join(cmd[:-2] + ["SO", "CHAIN"]))
 
 
 def ncu_best(case: dict[str, Any], work: Path) -> None:
@@ -79,6 +105,106 @@ def _launch_once(so: str, chain_json: str) -> int:
     return 0
 
 
+def _launch_many(spec_json: str) -> int:
+    """Launch each listed kernel once ([{so, chain}]), freeing its tensors before the next."""
+    import torch
+
+    from fusesim.gpu.runner import Loaded, bind, make_problem
+    from fusesim.workload import Chain
+
+    for item in json.loads(Path(spec_json).read_text()):
+        kern = Loaded(Path(item["so"]))
+        prob = make_problem(Chain.from_dict(item["chain"]), seed=7)
+        bind(kern, prob)
+        torch.cuda.synchronize()
+        kern.launch(torch.cuda.current_stream().cuda_stream)
+        torch.cuda.synchronize()
+        del prob
+        torch.cuda.empty_cache()
+    return 0
+
+
+def so_kernel_stem(so: str) -> str:
+    """`<cache>/<case>_<strategy>_<tag>_<key>.so` -> `<case>_<strategy>_<tag>`, the suffix of its kernels'
+    names (fs_fused_<stem>, fs_gemm0_<stem>, fs_gemm1_<stem>)."""
+    return Path(so).stem.rsplit("_", 1)[0]
+
+
+def _all_from_bench(bench_json: str, out: str, strategies: tuple[str, ...], work: Path) -> int:
+    """ncu every verified plan of `strategies` in a bench JSON in one ncu process; write it back with
+    an `ncu` block per profiled plan row. Kernels are rebuilt from the recorded plans (a cache hit
+    when the run carries prebuilt kernels), so a bench JSON measured on another machine works too."""
+    from fusesim.codegen import generate
+    from fusesim.codegen.build import build
+    from fusesim.plan import Plan
+
+    exe = shutil.which("ncu")
+    if exe is None:
+        print("ncu not found")
+        return 1
+    doc = json.loads(Path(bench_json).read_text())
+    rows = [(c, r) for c in doc["cases"] for r in c.get("plans", [])
+            if r.get("strategy") in strategies and r.get("verify", {}).get("ok") and r.get("plan")]
+    for _, r in rows:
+        r["so"] = str(build(generate(Plan.from_dict(r["plan"])), "so"))
+    work.mkdir(parents=True, exist_ok=True)
+    spec = work / "ncu_many.json"
+    spec.write_text(json.dumps([{"so": r["so"], "chain": c["chain"]} for c, r in rows]))
+    cmd = _ncu_cmd(exe, ["--launch-many", str(spec)])
+    launches, err = _run_ncu(cmd, 540)
+    if err:
+        print(err)
+        return 1
+    command = " ".join(cmd[:-2] + ["--launch-many", "SPEC"])
+    done = 0
+    for c, r in rows:
+        stem = so_kernel_stem(r["so"])
+        mine = [k for k in launches if k["name"].endswith(stem)]
+        if mine:
+            r["ncu"] = _summed(mine, command)
+            done += 1
+            print(c["case"], r["strategy"], r.get("summary", ""), {m: round(r["ncu"][m]) for m in METRICS}, flush=True)
+    from fusesim.gpu.env import environment
+
+    doc["ncu"] = {"what": f"Nsight Compute counters of every verified {'/'.join(strategies)} plan (cold L2)",
+                  "plans_profiled": done, "command": command, "env": environment()}
+    Path(out).write_text(json.dumps(doc, indent=1))
+    print(f"{done}/{len(rows)} plans profiled -> {out}")
+    return 0 if done == len(rows) else 1
+
+
+DETAIL_SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy", "SchedulerStats", "WarpStateStats",
+                   "MemoryWorkloadAnalysis")
+
+
+def _detail(bench_json: str, cases: list[str], out: str, work: Path) -> int:
+    """Nsight Compute sections (stall reasons, occupancy, throughput) of each case's best verified plan,
+    as ncu prints them, one text file."""
+    exe = shutil.which("ncu")
+    if exe is None:
+        print("ncu not found")
+        return 1
+    work.mkdir(parents=True, exist_ok=True)
+    doc = json.loads(Path(bench_json).read_text())
+    parts = []
+    for c in doc["cases"]:
+        ok = [r for r in c.get("plans", []) if r.get("verify", {}).get("ok") and r.get("time") and r.get("so")]
+        if c["case"] not in cases or not ok:
+            continue
+        best = min(ok, key=lambda r: r["time"]["queued_median_us"])
+        spec = work / f"detail_{c['case']}.json"
+        spec.write_text(json.dumps(c["chain"]))
+        cmd = [exe, "--clock-control", "none", "--kernel-name", "regex:fs_",
+               *[a for sec in DETAIL_SECTIONS for a in ("--section", sec)],
+               sys.executable, "-m", "fusesim.gpu.ncu", best["so"], str(spec)]
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        parts.append(f"### {c['case']} {best['summary']} (queued median {best['time']['queued_median_us']:.2f} us)\n"
+                     f"$ {' '.join(cmd[:-2])} SO CHAIN\n{res.stdout[-20000:]}{res.stderr[-2000:]}")
+    Path(out).write_text("\n".join(parts))
+    print(f"{len(parts)} kernels profiled -> {out}")
+    return 0 if parts else 1
+
+
 def _from_bench(bench_json: str, cases: list[str], out: str, work: Path) -> int:
     """ncu the best verified plan of `cases` in a bench JSON (same machine: the .so paths exist)."""
     doc = json.loads(Path(bench_json).read_text())
@@ -98,6 +224,13 @@ def _from_bench(bench_json: str, cases: list[str], out: str, work: Path) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--launch-many":
+        sys.exit(_launch_many(sys.argv[2]))
+    if sys.argv[1] == "--all":
+        strat = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else ("unfused", "smem", "dsm")
+        sys.exit(_all_from_bench(sys.argv[2], sys.argv[3], strat, Path("/tmp/ncu_work")))
+    if sys.argv[1] == "--detail":
+        sys.exit(_detail(sys.argv[2], sys.argv[3].split(","), sys.argv[4], Path("/tmp/ncu_work")))
     if sys.argv[1] == "--from":
         sys.exit(_from_bench(sys.argv[2], sys.argv[3].split(","), sys.argv[4], Path("/tmp/ncu_work")))
     sys.exit(_launch_once(sys.argv[1], sys.argv[2]))
