@@ -6,7 +6,11 @@ tiles, cluster shape, stages and threads, and this module says whether that inst
 
 What the generated kernels are (fusesim/codegen):
 * instruction family `mma_sync` (mma.sync m16n8k16 bf16 -> fp32, ldmatrix, cp.async multistage
-  pipeline). `wgmma` plans are not buildable yet.
+  pipeline): every strategy.
+* instruction family `wgmma` (template gemm_wgmma: TMA loads into a 128-byte-swizzled mbarrier ring,
+  wgmma.mma_async m64nNk16, one producer warpgroup + block_m / 64 consumer warpgroups): `unfused`
+  plans only, see `wgmma_gemm_problem`. Split-K is expressed by a kernel's grid_blocks = split x its
+  output tiles (fp32 workspace + per-tile ticket; the last block runs the epilogue).
 * `unfused`: two kernels, gemm0 (activation or gating epilogue, bf16 C' to global) and gemm1.
 * `smem` / `dsm`: one fused kernel. The fp32 E accumulator of a block (block_m x block_l) stays in
   registers through GEMM1 when `e_in_regs(plan)` (one N chunk, <= 128 floats per thread) and then
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fusesim.plan import Plan
+from fusesim.plan import Kernel, Plan
 
 SMEM_LIMIT_BYTES = 232448 - 1024  # H100/H200 opt-in per-block maximum, less static SMEM and margin
 SUPPORTED_THREADS = (128, 256)
@@ -29,6 +33,25 @@ PAD_BF16 = 8  # elements of padding per SMEM row (16 bytes): conflict-free ldmat
 PAD_F32 = 4  # floats of padding per fp32 SMEM row
 MAX_STAGES = 8
 MAX_CLUSTER_SIZE = 16  # the launch wrapper sets the non-portable attribute; Hopper stops at 16
+INSTRUCTIONS = ("mma_sync", "wgmma")
+# gemm_wgmma template (unfused GEMM kernels)
+WGMMA_BLOCK_M = (64, 128)  # one consumer warpgroup per 64 rows
+WGMMA_BLOCK_N = (64, 128, 256)  # wgmma n; gated kernels (two accumulators) stop at 128
+WGMMA_BLOCK_K = 64  # one 128-byte swizzle row of bf16
+WGMMA_SPLITS = (1, 2, 4, 8)
+WGMMA_SMEM_SLACK = 1024  # the ring starts on a 1024-byte boundary of the dynamic SMEM
+
+
+def wgmma_threads(block_m: int) -> int:
+    """Producer warpgroup + block_m / 64 consumer warpgroups."""
+    return 128 * (1 + block_m // 64)
+
+
+def wgmma_gemm_smem_bytes(block_m: int, block_n: int, stages: int, gated: bool) -> int:
+    """gemm_wgmma SMEM: stages x (A block_m x 64 + B 64 x block_n, twice gated) bf16, a full and an
+    empty mbarrier per stage, and the 1024-byte alignment slack."""
+    stage = (block_m + block_n * (2 if gated else 1)) * WGMMA_BLOCK_K * 2
+    return stages * stage + 16 * stages + WGMMA_SMEM_SLACK
 
 
 def warp_grid(rows: int, cols: int, warps: int) -> tuple[int, int] | None:
@@ -128,8 +151,12 @@ def _common(plan: Plan) -> str | None:
         return f"unknown strategy {plan.strategy!r}"
     if ch.dtype != "bf16":
         return f"dtype {ch.dtype}: only bf16 kernels are generated"
-    if plan.instruction != "mma_sync":
-        return f"instruction {plan.instruction!r}: the generator emits mma.sync m16n8k16 only (wgmma not yet)"
+    if plan.instruction not in INSTRUCTIONS:
+        return f"instruction {plan.instruction!r}: the generator emits {' or '.join(INSTRUCTIONS)}"
+    if plan.instruction == "wgmma" and plan.strategy != "unfused":
+        return "wgmma is generated for unfused plans only; fused (smem/dsm) kernels use mma.sync m16n8k16"
+    if plan.instruction == "wgmma" and ch.conv is not None and ch.conv.k1 > 1:
+        return "wgmma family: no implicit im2col (TMA loads a plain [M, K] A), conv k1 > 1 needs mma_sync"
     if ch.activation not in SUPPORTED_ACTIVATIONS:
         return f"activation {ch.activation!r} not supported"
     if ch.gated and ch.activation != "silu":
@@ -146,11 +173,60 @@ def _common(plan: Plan) -> str | None:
     return None
 
 
+def kernel_split(kern: Kernel, rows: int, cols: int) -> int:
+    """Split-K factor of an unfused GEMM kernel: grid_blocks / output tiles (0 if not a whole multiple)."""
+    t = kern.tiles
+    tiles = -(-rows // t.block_m) * (cols // t.block_n) if t.block_m > 0 and t.block_n > 0 else 0
+    return kern.grid_blocks // tiles if tiles and kern.grid_blocks % tiles == 0 else 0
+
+
+def wgmma_gemm_problem(kern: Kernel, rows: int, cols: int, depth: int, gated: bool) -> str | None:
+    """Why the gemm_wgmma template cannot instantiate this kernel (None: it can). Supported:
+    block_m 64 | 128 (threads 256 | 384), block_n 64 | 128 | 256 (gated <= 128) dividing the output
+    width, block_k 64, stages 2..MAX_STAGES within SMEM, split 1 | 2 | 4 | 8 with depth a multiple
+    of 64 x split, no cluster."""
+    t = kern.tiles
+    if t.block_m not in WGMMA_BLOCK_M or t.block_n not in WGMMA_BLOCK_N or t.block_k != WGMMA_BLOCK_K:
+        return (f"{kern.name}: wgmma tiles {t.block_m}x{t.block_n}x{t.block_k} (block_m in {WGMMA_BLOCK_M}, "
+                f"block_n in {WGMMA_BLOCK_N}, block_k {WGMMA_BLOCK_K})")
+    if gated and t.block_n > 128:
+        return f"{kern.name}: gated wgmma kernel with block_n {t.block_n} > 128 (two accumulators exceed registers)"
+    if kern.threads != wgmma_threads(t.block_m):
+        return f"{kern.name}: threads = {kern.threads}, the wgmma template runs {wgmma_threads(t.block_m)} for block_m {t.block_m}"
+    if kern.cluster_size != 1:
+        return f"{kern.name}: unfused GEMM kernels run without clusters"
+    if cols % t.block_n:
+        return f"{kern.name}: block_n = {t.block_n} must divide {cols}"
+    split = kernel_split(kern, rows, cols)
+    if split not in WGMMA_SPLITS:
+        return f"{kern.name}: grid_blocks {kern.grid_blocks} is not 1, 2, 4 or 8 x the output tiles (split-K)"
+    if depth % (WGMMA_BLOCK_K * split):
+        return f"{kern.name}: reduction {depth} must be a multiple of block_k {WGMMA_BLOCK_K} x split {split}"
+    if not 2 <= kern.stages <= MAX_STAGES:
+        return f"{kern.name}: stages = {kern.stages}"
+    smem = wgmma_gemm_smem_bytes(t.block_m, t.block_n, kern.stages, gated)
+    if smem > SMEM_LIMIT_BYTES:
+        return f"{kern.name}: needs {smem} B of SMEM (limit {SMEM_LIMIT_BYTES})"
+    return None
+
+
+def _gemm_kernels(plan: Plan) -> tuple[tuple[Kernel, int, int, bool], ...]:
+    """(kernel, output width, reduction, gated) of the unfused plan's two GEMMs."""
+    ch = plan.chain
+    return ((plan.kernels[0], ch.n, ch.k, ch.gated), (plan.kernels[1], ch.l, ch.n, False))
+
+
 def _check_unfused(plan: Plan) -> str | None:
     ch = plan.chain
     if len(plan.kernels) != 2:
         return f"unfused plan with {len(plan.kernels)} kernels (want gemm0, gemm1)"
-    for kern, n_out, k_in, gated in ((plan.kernels[0], ch.n, ch.k, ch.gated), (plan.kernels[1], ch.l, ch.n, False)):
+    if plan.instruction == "wgmma":
+        for kern, n_out, k_in, gated in _gemm_kernels(plan):
+            why = wgmma_gemm_problem(kern, ch.m, n_out, k_in, gated)
+            if why:
+                return why
+        return None
+    for kern, n_out, k_in, gated in _gemm_kernels(plan):
         t = kern.tiles
         if kern.threads not in SUPPORTED_THREADS:
             return f"{kern.name}: threads = {kern.threads} (supported {SUPPORTED_THREADS})"
@@ -167,6 +243,8 @@ def _check_unfused(plan: Plan) -> str | None:
         smem = gemm_smem_bytes(t.block_m, t.block_n, t.block_k, kern.stages, gated)
         if smem > SMEM_LIMIT_BYTES:
             return f"{kern.name}: needs {smem} B of SMEM (limit {SMEM_LIMIT_BYTES})"
+        if kernel_split(kern, ch.m, n_out) != 1:
+            return f"{kern.name}: grid_blocks {kern.grid_blocks} != output tiles (split-K is generated by wgmma only)"
     return None
 
 

@@ -11,13 +11,24 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from fusesim.capability import SMEM_LIMIT_BYTES, can_build, e_in_regs, fused_layout
+from fusesim.capability import (
+    SMEM_LIMIT_BYTES,
+    can_build,
+    e_in_regs,
+    fused_layout,
+    kernel_split,
+    wgmma_gemm_smem_bytes,
+    wgmma_threads,
+)
 from fusesim.codegen import CannotBuild, generate, safe_name
-from fusesim.codegen.handplans import candidates, fused, representative_plans
+from fusesim.codegen.handplans import candidates, fused, representative_plans, unfused, unfused_wgmma
 from fusesim.gpu.oddshapes import _ffn
 from fusesim.plan import ClusterShape, Tiles
+from fusesim.planner import footprint
+from fusesim.workload import Chain, ConvGeom
 
 CH = _ffn("t", 96, 2048, 512, 512, "gelu")
+_REP_CONV3 = Chain("tc", "conv_chain", 14 * 14, 128, 9 * 64, 256, "relu", False, conv=ConvGeom(1, 14, 14, 64, 3))
 
 def test_representative_plans_are_buildable():
     for name, plan in representative_plans().items():
@@ -54,6 +65,53 @@ def test_capability_rejects_smem_overflow_and_bad_tiles():
     base = fused(CH, ClusterShape(1, 4, 2, 4), 64, 64, 64, n_split=1)
     odd = base.with_(tiles=Tiles(64, 64, 48, 128))  # block_k not a multiple of 16
     assert not can_build(odd)[0]
+
+
+def test_wgmma_representatives_cover_splits_gating_and_activations():
+    plans = {k: p for k, p in representative_plans().items() if p.instruction == "wgmma"}
+    assert {p.chain.activation for p in plans.values()} >= {"relu", "gelu", "silu", "none"}
+    assert any(p.chain.gated for p in plans.values()) and any(p.chain.m % 64 for p in plans.values())
+    splits = {kernel_split(k, p.chain.m, (p.chain.n, p.chain.l)[i]) for p in plans.values()
+              for i, k in enumerate(p.kernels)}
+    assert splits >= {1, 2, 4}
+    for p in plans.values():
+        assert generate(p).family == "gemm_wgmma"
+
+
+def test_wgmma_capability_and_footprint_agree():
+    for bm in (64, 128):
+        assert wgmma_threads(bm) == footprint.wgmma_threads(bm)
+        for bn in (64, 128, 256):
+            for st in range(2, 9):
+                for g in (False, True):
+                    assert wgmma_gemm_smem_bytes(bm, bn, st, g) == footprint.wgmma_gemm_smem_bytes(bm, bn, st, g)
+
+
+@pytest.mark.parametrize("kw, reason", [
+    ({"bm": 96}, "wgmma tiles"),
+    ({"bn": 256, "gated": True}, "gated wgmma"),
+    ({"split0": 3}, "split-K"),
+    ({"split0": 8, "k": 256}, "multiple of block_k"),
+    ({"stages": 8, "bn": 256}, "SMEM"),
+])
+def test_wgmma_capability_rejects_with_a_reason(kw, reason):
+    gated, k = kw.pop("gated", False), kw.pop("k", 512)
+    ch = _ffn("w", 128, 1024, k, 512, gated=gated)
+    ok, why = can_build(unfused_wgmma(ch, **{"bm": 128, "bn": 128, "stages": 4, **kw}))
+    assert not ok and reason in why, why
+
+
+def test_wgmma_rejections_outside_the_template():
+    plan = unfused_wgmma(CH, 128, 128, 4)
+    k0 = plan.kernels[0]
+    assert "threads" in can_build(plan.with_(kernels=(k0.__class__(**{**k0.__dict__, "threads": 256}),
+                                                      plan.kernels[1])))[1]
+    conv = unfused(_REP_CONV3, 64, 64, 64).with_(instruction="wgmma")
+    assert "im2col" in can_build(conv)[1]
+    mma = unfused(CH, 64, 64, 64)
+    k0 = mma.kernels[0]
+    split = mma.with_(kernels=(k0.__class__(**{**k0.__dict__, "grid_blocks": 2 * k0.grid_blocks}), mma.kernels[1]))
+    assert "split-K" in can_build(split)[1]
 
 
 def test_every_paper_case_has_buildable_hand_plans():

@@ -1,8 +1,9 @@
 """Plan -> CUDA C++ for sm_90a: jinja2 templates plus the dsm_comm device header.
 
 `generate(plan)` renders exactly the plan's tiles, cluster shape, stages and threads (it never
-re-decides them); `fusesim.capability.can_build` says beforehand whether it can. Two template
-families: `gemm` (the unfused plan's two kernels) and `fused` (smem and dsm plans, one kernel).
+re-decides them); `fusesim.capability.can_build` says beforehand whether it can. Three template
+families: `gemm` (the unfused plan's two kernels, mma.sync), `gemm_wgmma` (the same two kernels
+for plans with instruction "wgmma": TMA + wgmma, split-K) and `fused` (smem and dsm plans, one kernel).
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from fusesim.capability import (
     fused_layout,
     gemm1_sub_l,
     gemm_smem_bytes,
+    kernel_split,
     warp_grid,
+    wgmma_gemm_smem_bytes,
 )
-from fusesim.plan import Plan
+from fusesim.plan import Kernel, Plan
 
 TEMPLATES = Path(__file__).parent / "templates"
 # Per block and tensor: L2 prefetch of the first chunk's B panel and D slices at kernel start.
@@ -43,7 +46,7 @@ class Source:
     """One generated translation unit."""
 
     name: str  # file stem, safe for a file name
-    family: str  # "gemm" | "fused"
+    family: str  # "gemm" | "gemm_wgmma" | "fused"
     code: str
 
     @property
@@ -100,23 +103,58 @@ def render_fused(plan: Plan, name: str) -> str:
     )
 
 
+def _gemms(plan: Plan) -> list[tuple[int, Kernel, bool, int, int, int, str]]:
+    """(index, kernel, gated, rows, cols, depth, epilogue activation) of an unfused plan's GEMMs."""
+    ch = plan.chain
+    out = []
+    for idx, kern in enumerate(plan.kernels):
+        gated = ch.gated and idx == 0
+        rows, cols, depth = (ch.m, ch.n, ch.k) if idx == 0 else (ch.m, ch.l, ch.n)
+        act = ("silu" if gated else ch.activation) if idx == 0 else "none"
+        out.append((idx, kern, gated, rows, cols, depth, act))
+    return out
+
+
 def render_gemm(plan: Plan, name: str) -> str:
     ch = plan.chain
     gemms = []
-    for idx, kern in enumerate(plan.kernels):
+    for idx, kern, gated, rows, cols, depth, act in _gemms(plan):
         t = kern.tiles
-        gated = ch.gated and idx == 0
-        rows, cols, depth = (ch.m, ch.n, ch.k) if idx == 0 else (ch.m, ch.l, ch.n)
         wm, wn = warp_grid(t.block_m, t.block_n, kern.threads // 32)  # type: ignore[misc]
         gemms.append({
             "name": f"gemm{idx}", "kernel_name": f"fs_gemm{idx}_{name}", "rows": rows, "cols": cols, "depth": depth,
             "block_m": t.block_m, "block_n": t.block_n, "block_k": t.block_k, "stages": kern.stages,
             "threads": kern.threads, "wm": wm, "wn": wn, "gated": gated,
-            "epilogue": ("silu" if gated else ch.activation) if idx == 0 else "none",
+            "epilogue": act,
             "im2col": idx == 0 and ch.conv is not None and ch.conv.k1 > 1,
             "smem_bytes": gemm_smem_bytes(t.block_m, t.block_n, t.block_k, kern.stages, gated),
         })
     return _env().get_template("gemm.cu.j2").render(**_common_vars(plan), gemms=gemms)
+
+
+def wgmma_asm(block_n: int) -> str:
+    """The inline-PTX statement of one wgmma m64n{block_n}k16 (bf16 -> fp32, A K-major, B N-major):
+    accumulators d[0..block_n/2), descriptors da, db; its operand list depends on block_n."""
+    n = block_n // 2
+    regs = ", ".join(f"%{i}" for i in range(n))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(n))
+    return (f'asm volatile("{{\\n .reg .pred p;\\n setp.ne.b32 p, %{n + 2}, 0;\\n '
+            f'wgmma.mma_async.sync.aligned.m64n{block_n}k16.f32.bf16.bf16 {{{regs}}}, %{n}, %{n + 1}, p, 1, 1, 0, 1;'
+            f'\\n}}\\n"\n      : {outs}\n      : "l"(da), "l"(db), "r"(1) : "memory");')
+
+
+def render_gemm_wgmma(plan: Plan, name: str) -> str:
+    gemms = []
+    for idx, kern, gated, rows, cols, depth, act in _gemms(plan):
+        t = kern.tiles
+        gemms.append({
+            "name": f"gemm{idx}", "kernel_name": f"fs_wgmma{idx}_{name}", "rows": rows, "cols": cols, "depth": depth,
+            "block_m": t.block_m, "block_n": t.block_n, "block_k": t.block_k, "stages": kern.stages,
+            "split": kernel_split(kern, rows, cols), "gated": gated, "epilogue": act, "epilogue_act": act,
+            "smem_bytes": wgmma_gemm_smem_bytes(t.block_m, t.block_n, kern.stages, gated),
+            "mma_asm": wgmma_asm(t.block_n),
+        })
+    return _env().get_template("gemm_wgmma.cu.j2").render(**_common_vars(plan), gemms=gemms)
 
 
 def generate(plan: Plan) -> Source:
@@ -125,6 +163,8 @@ def generate(plan: Plan) -> Source:
     if not ok:
         raise CannotBuild(f"case {plan.case_id}: {plan.strategy} plan not buildable: {why}")
     name = f"{safe_name(plan.case_id)}_{plan.strategy}_{plan_tag(plan)}"
+    if plan.strategy == "unfused" and plan.instruction == "wgmma":
+        return Source(name, "gemm_wgmma", render_gemm_wgmma(plan, name))
     if plan.strategy == "unfused":
         return Source(name, "gemm", render_gemm(plan, name))
     return Source(name, "fused", render_fused(plan, name))

@@ -6,9 +6,10 @@ or rejected by capability with its reason. DSM steps come from fusesim.planner.d
 
 from __future__ import annotations
 
-from fusesim.capability import can_build, fused_layout, gemm_smem_bytes
+from fusesim.capability import can_build, fused_layout, gemm_smem_bytes, wgmma_gemm_smem_bytes, wgmma_threads
 from fusesim.plan import ClusterShape, Kernel, Placement, Plan, Schedule, Tiles
 from fusesim.planner.dsm_comm import dsm_steps
+from fusesim.planner.footprint import wgmma_split
 from fusesim.workload import Chain, ConvGeom
 
 FP32 = 4
@@ -28,6 +29,45 @@ def unfused(ch: Chain, bm: int = 64, bn: int = 64, bk: int = 64, stages: int = 3
                 stages=stages, threads=threads, instruction="mma_sync",
                 gated_mode="sequential" if ch.gated else "none",
                 placement=Placement(C="global"), dsm_comm=(), kernels=(k0, k1))
+
+
+def unfused_wgmma(ch: Chain, bm: int = 128, bn: int = 128, stages: int = 4, split0: int = 1, split1: int = 1,
+                  bm1: int | None = None, bn1: int | None = None, stages1: int | None = None) -> Plan:
+    """gemm0 then gemm1 on the gemm_wgmma template (block_k 64); split-K = grid_blocks / output tiles."""
+    bm1, bn1, st1 = bm1 or bm, bn1 or bn, stages1 or stages
+    k0 = Kernel("gemm0", "gemm0", -(-ch.m // bm) * (ch.n // bn) * split0, 1, wgmma_threads(bm),
+                wgmma_gemm_smem_bytes(bm, bn, stages, ch.gated), Tiles(bm, bn, 64), stages)
+    k1 = Kernel("gemm1", "gemm1", -(-ch.m // bm1) * (ch.l // bn1) * split1, 1, wgmma_threads(bm1),
+                wgmma_gemm_smem_bytes(bm1, bn1, st1, False), Tiles(bm1, bn1, 64), st1)
+    return Plan(case_id=ch.case_id, chain=ch, strategy="unfused", schedule=Schedule("MNK", "MN"),
+                cluster=ClusterShape(), tiles=Tiles(bm, bn, 64), grid_m=0, n_split=1, n_passes=1,
+                stages=stages, threads=wgmma_threads(bm), instruction="wgmma",
+                gated_mode="sequential" if ch.gated else "none",
+                placement=Placement(C="global"), dsm_comm=(), kernels=(k0, k1))
+
+
+def wgmma_candidates(ch: Chain, sms: int = 132) -> list[Plan]:
+    """Buildable wgmma unfused plans: 128x128 and 128x256 (gated: 128x64, 128x128) tiles, or 64-row
+    tiles for small M; 4-6 stages; split-K per GEMM so the grid fills about one wave."""
+    out: list[Plan] = []
+    bms = (64,) if ch.m <= 64 else (128,)
+    for bm in bms:
+        for bn0, bn1 in ((128, 128), (256, 256), (64, 128), (128, 256), (128, 64), (64, 64)):
+            if ch.gated and bn0 > 128:
+                continue
+            if ch.n % bn0 or ch.l % bn1:
+                continue
+            s0 = wgmma_split(-(-ch.m // bm) * (ch.n // bn0), ch.k, sms)
+            s1 = wgmma_split(-(-ch.m // bm) * (ch.l // bn1), ch.n, sms)
+            for stg in (4, 6):
+                p = unfused_wgmma(ch, bm, bn0, stg, s0, s1, bm1=bm, bn1=bn1)
+                if can_build(p)[0]:
+                    out.append(p)
+                else:
+                    p = unfused_wgmma(ch, bm, bn0, 4, s0, s1, bm1=bm, bn1=bn1)
+                    if can_build(p)[0] and p not in out:
+                        out.append(p)
+    return out
 
 
 def fused(ch: Chain, cluster: ClusterShape, bm: int, bn: int, bk: int, n_split: int, stages: int = 3,
@@ -164,6 +204,7 @@ def candidates(ch: Chain, per_strategy: int = 3, sms: int = 132) -> dict[str, li
                                 p = fused(ch, cs, bm, bn, bk, n_split=ns, stages=stg, threads=thr, gated_mode=gm)
                                 if p.buildable:
                                     out[p.strategy].append(p)
+    wg = wgmma_candidates(ch, sms)
     for k, plans in out.items():
         uniq = {p.to_json(): p for p in plans}
         ranked = sorted(uniq.values(), key=rough_time_us)
@@ -175,6 +216,8 @@ def candidates(ch: Chain, per_strategy: int = 3, sms: int = 132) -> dict[str, li
                 per_shape[key] = per_shape.get(key, 0) + 1
                 picked.append(p)
         out[k] = picked[:per_strategy]
+    # the wgmma unfused variants are always measured (the ranking score models mma.sync only)
+    out["unfused"] += [p for p in wg if p not in out["unfused"]][:max(per_strategy, 4)]
     return out
 
 
@@ -201,6 +244,14 @@ def representative_plans() -> dict[str, Plan]:
                                         gated_mode="mul_exchange"),
         "fused_dsm_gated_sequential": fused(_REP_GATED, ClusterShape(1, 2, 2, 2), 64, 64, 64, n_split=2),
         "fused_dsm_im2col_cls_m2": fused(_REP_CONV, ClusterShape(2, 2, 1, 2), 64, 64, 64, n_split=1),
+        # gemm_wgmma (TMA + wgmma): 128- and 64-row tiles, n 64/128/256, split-K, predicated M, gated, each act
+        "gemm_wgmma_split": unfused_wgmma(_REP_FFN, 128, 128, 4, split0=2, split1=4, bn1=256),
+        "gemm_wgmma_gated_split_predicated": unfused_wgmma(_chain("tg77", 77, 768, 256, 512, gated=True), 128, 64, 6,
+                                                           split0=2, split1=2, bn1=128),
+        "gemm_wgmma_relu_m64": unfused_wgmma(_chain("tr", 200, 1024, 512, 256, "relu"), 64, 128, 3, split1=2,
+                                             bn1=64),
+        "gemm_wgmma_silu_n64": unfused_wgmma(_chain("ts", 33, 256, 128, 128, "silu"), 64, 64, 2, split0=2),
+        "gemm_wgmma_none_n256": unfused_wgmma(_chain("tn", 128, 512, 256, 512, "none"), 128, 256, 4, split0=2),
     }
 
 

@@ -20,6 +20,10 @@ rows are padded (PAD_BF16 / PAD_F32 elements) so ldmatrix reads are bank-conflic
 dsm_reduce_scatter receives into the operand ring after the last chunk (its (cls_reduce - 1)
 fp32 slices are never larger than the E accumulator they replace; the generator checks).
 Unfused GEMM kernels: stages x (A + B) x 2, the epilogue stores straight from registers.
+Unfused GEMM kernels of the wgmma family (codegen template gemm_wgmma, TMA + 128-byte swizzle, no
+padding): stages x (A block_m x 64 + B 64 x block_n, twice gated) x 2, plus a full and an empty
+mbarrier per stage (16 B) and 1024 B of alignment slack (`wgmma_gemm_smem_bytes`, equal to
+fusesim.capability's).
 
 Registers: fp32 accumulators spread over the threads, plus REG_OVERHEAD_PER_THREAD for addresses,
 fragments and loop state; the GEMM0 accumulators (block_m x block_n, twice when gated sequential)
@@ -37,6 +41,9 @@ PAD_F32 = 4
 REG_OVERHEAD_PER_THREAD = 32
 THREAD_CHOICES = (128, 256)  # one or two warpgroups: what both instruction families map onto
 MAX_STAGES = 8
+WGMMA_BLOCK_K = 64
+WGMMA_SPLITS = (1, 2, 4, 8)
+WGMMA_MIN_K_TILES = 4  # a split-K part streams at least this many block_k tiles
 
 
 def _scalars(*args: Any) -> bool:
@@ -75,6 +82,29 @@ def gemm_smem_bytes(block_m: Any, block_n: Any, block_k: Any, stages: Any, gated
     a_tile = block_m * (block_k + PAD_BF16)
     b_tile = block_k * (block_n + PAD_BF16) * (1 + np.asarray(gated).astype(np.int64))
     return _int(stages * (a_tile + b_tile) * 2)
+
+
+def wgmma_gemm_smem_bytes(block_m: int, block_n: int, stages: int, gated: bool) -> int:
+    """Dynamic SMEM of one gemm_wgmma block (layout in the module docstring)."""
+    stage = (block_m + block_n * (2 if gated else 1)) * WGMMA_BLOCK_K * 2
+    return int(stages * stage + 16 * stages + 1024)
+
+
+def wgmma_threads(block_m: int) -> int:
+    """gemm_wgmma: a producer warpgroup plus one consumer warpgroup per 64 rows."""
+    return 128 * (1 + block_m // 64)
+
+
+def wgmma_split(tiles: int, depth: int, sms: int) -> int:
+    """Split-K of a gemm_wgmma kernel: the smallest of 1, 2, 4, 8 whose grid fills about a wave
+    (>= 0.9 x SMs) with every part at least WGMMA_MIN_K_TILES block_k tiles deep; else the largest
+    such split."""
+    ok = [s for s in WGMMA_SPLITS if depth % (WGMMA_BLOCK_K * s) == 0
+          and depth // (WGMMA_BLOCK_K * s) >= WGMMA_MIN_K_TILES]
+    for s in ok:
+        if tiles * s >= 0.9 * sms:
+            return s
+    return ok[-1] if ok else 1
 
 
 def _round8(x: Any) -> Any:

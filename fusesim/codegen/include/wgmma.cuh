@@ -1,0 +1,78 @@
+// fusesim Hopper primitives for the gemm_wgmma family: mbarriers, TMA tile loads, wgmma descriptors.
+// One hardware thing per function (sm_90a only). The wgmma instruction itself is emitted by the
+// template with the accumulator count of its tile (its operand list depends on N).
+#pragma once
+#include <cuda.h>  // CUtensorMap (a header type: no libcuda link, the encoder comes via the runtime)
+#include "dsm_comm.cuh"  // inter_cluster_ticket: the split-K ticket is the same protocol
+
+namespace fs {
+namespace wg {
+
+// ---- mbarrier (CTA scope) --------------------------------------------------------------------------
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+// Make the initialised barriers visible to the async proxy (TMA) before anyone uses them.
+__device__ __forceinline__ void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+// Spin until the phase with this parity has completed (a fresh barrier counts parity 1 as done).
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_u32(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// ---- TMA: 2-D tile global -> shared, completion counted in bytes on an mbarrier -----------------------
+// c0 is the innermost (contiguous) coordinate. Out-of-bounds elements are written as zeros.
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+      ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_u32(bar))
+      : "memory");
+}
+__device__ __forceinline__ void tma_prefetch_desc(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// ---- wgmma shared-memory matrix descriptors, 128-byte swizzle ---------------------------------------
+// bits 0-13 start address >> 4, 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4,
+// 62-63 layout (1 = 128B swizzle). Tiles start on 1024-byte boundaries (base offset 0).
+__device__ __forceinline__ uint64_t desc_sw128(const void* smem, uint32_t lbo, uint32_t sbo) {
+  const uint64_t addr = smem_u32(smem);
+  return ((addr & 0x3FFFF) >> 4) | (uint64_t((lbo >> 4) & 0x3FFF) << 16) | (uint64_t((sbo >> 4) & 0x3FFF) << 32) |
+         (uint64_t(1) << 62);
+}
+// K-major operand (A: rows of 64 bf16 = 128 B along K): 8-row core groups 1024 B apart; LBO unused.
+__device__ __forceinline__ uint64_t desc_kmajor(const void* smem) { return desc_sw128(smem, 16, 1024); }
+// MN-major operand (B: [K][64 N] sub-tiles of 64 x 128 B): 8 K-rows per 1024 B (SBO); the next 64
+// columns of N live `chunk_bytes` further on (LBO).
+__device__ __forceinline__ uint64_t desc_mnmajor(const void* smem, uint32_t chunk_bytes) {
+  return desc_sw128(smem, chunk_bytes, 1024);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// ---- split-K epilogue pieces ----------------------------------------------------------------------
+__device__ __forceinline__ void red_add_f32x2(float* g, float a, float b) {
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(g), "f"(a), "f"(b) : "memory");
+}
+}  // namespace wg
+}  // namespace fs
