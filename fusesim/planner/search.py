@@ -10,7 +10,10 @@
    family is chosen per plan by the code generator's capability check: the fastest family whose plan
    can_build() accepts; if none does, the fastest family, marked buildable=False (with
    require_buildable such candidates are skipped).
-The unfused baseline picks each GEMM kernel's best tiles (no split-K) with the same cost model.
+The unfused baseline picks each GEMM kernel's best tiles with the same cost model, per instruction
+family: mma_sync tiles (no split-K) and the gemm_wgmma template's tiles (block_m 64 | 128,
+block_n 64 | 128 | 256, block_k 64, the deepest ring that fits, split-K by footprint.wgmma_split so
+a kernel with fewer output tiles than SMs still fills the machine).
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ from fusesim.planner.footprint import (
     gemm_smem_bytes,
     regs_fit,
     warp_layout_ok,
+    wgmma_gemm_smem_bytes,
+    wgmma_split,
+    wgmma_threads,
 )
 from fusesim.planner.rules import apply_rules, executable, threads_for
 from fusesim.planner.space import Space, loop_schedules
@@ -216,8 +222,14 @@ def _with_generator_smem(plan: Plan) -> Plan:
 
 
 # ---- unfused -------------------------------------------------------------------------------------
-def _gemm_options(rows: int, cols: int, red: int, gated: bool, hw: Hardware) -> list[tuple[int, int, int, int, int]]:
-    """(block_m, block_n, block_k, stages, threads) tile choices for one GEMM (no split-K)."""
+GemmOption = tuple[int, int, int, int, int, int]  # block_m, block_n, block_k, stages, threads, split
+
+
+def _gemm_options(rows: int, cols: int, red: int, gated: bool, hw: Hardware,
+                  family: str = "mma_sync") -> list[GemmOption]:
+    """(block_m, block_n, block_k, stages, threads, split) tile choices for one GEMM of a family."""
+    if family == "wgmma":
+        return _wgmma_options(rows, cols, red, gated, hw)
     m16 = -(-rows // 16) * 16
     out = []
     for bm in (16, 32, 64, 128, 256):
@@ -240,22 +252,50 @@ def _gemm_options(rows: int, cols: int, red: int, gated: bool, hw: Hardware) -> 
                     if gemm_smem_bytes(bm, bn, bk, st, gated) <= hw.smem_per_block_bytes:
                         stages = st
                 if stages:
-                    out.append((bm, bn, bk, stages, threads))
+                    out.append((bm, bn, bk, stages, threads, 1))
     return out
 
 
-def _gemm_kernel(chain: Chain, name: str, op: str, opt: tuple[int, int, int, int, int], gated: bool,
-                 grid: int) -> Kernel:
-    bm, bn, bk, stages, threads = opt
-    return Kernel(name=name, op=op, grid_blocks=grid, cluster_size=1, threads=threads,
-                  smem_bytes=int(gemm_smem_bytes(bm, bn, bk, stages, gated)), tiles=Tiles(bm, bn, bk, 0),
+def _wgmma_options(rows: int, cols: int, red: int, gated: bool, hw: Hardware) -> list[GemmOption]:
+    """The gemm_wgmma template's tiles (fusesim.capability.wgmma_gemm_problem): block_k 64, the
+    deepest ring that fits SMEM, split-K chosen to fill about one wave."""
+    if red % 64:
+        return []
+    m64 = -(-rows // 64) * 64
+    out = []
+    for bm in (64, 128):
+        if bm > m64:
+            continue
+        threads = wgmma_threads(bm)
+        for bn in (64, 128, 256):
+            if cols % bn or (gated and bn > 128) or threads > hw.max_threads_per_block:
+                continue
+            if not regs_fit(gemm_regs_per_thread(bm, bn, threads, gated), threads, hw):
+                continue
+            stages = max((st for st in range(2, MAX_GEMM_STAGES + 1)
+                          if wgmma_gemm_smem_bytes(bm, bn, st, gated) <= hw.smem_per_block_bytes), default=0)
+            if stages:
+                split = wgmma_split(-(-rows // bm) * (cols // bn), red, hw.sm_count)
+                out.append((bm, bn, 64, stages, threads, split))
+    return out
+
+
+def _gemm_kernel(chain: Chain, name: str, op: str, opt: tuple, gated: bool, tiles: int, family: str) -> Kernel:
+    bm, bn, bk, stages, threads = opt[:5]
+    split = opt[5] if len(opt) > 5 else 1
+    smem = (wgmma_gemm_smem_bytes(bm, bn, stages, gated) if family == "wgmma"
+            else gemm_smem_bytes(bm, bn, bk, stages, gated))
+    return Kernel(name=name, op=op, grid_blocks=tiles * split, cluster_size=1, threads=threads,
+                  smem_bytes=int(smem), tiles=Tiles(bm, bn, bk, 0),
                   stages=stages, regs_per_thread=int(gemm_regs_per_thread(bm, bn, threads, gated)))
 
 
 def make_unfused_plan(chain: Chain, o1: tuple, o2: tuple, family: str) -> Plan:
+    """Options are (block_m, block_n, block_k, stages, threads[, split]); split-K multiplies grid_blocks."""
     k1 = _gemm_kernel(chain, f"{chain.case_id}_gemm0", "gemm0", o1, chain.gated,
-                      -(-chain.m // o1[0]) * (chain.n // o1[1]))
-    k2 = _gemm_kernel(chain, f"{chain.case_id}_gemm1", "gemm1", o2, False, -(-chain.m // o2[0]) * (chain.l // o2[1]))
+                      -(-chain.m // o1[0]) * (chain.n // o1[1]), family)
+    k2 = _gemm_kernel(chain, f"{chain.case_id}_gemm1", "gemm1", o2, False,
+                      -(-chain.m // o2[0]) * (chain.l // o2[1]), family)
     return Plan(case_id=chain.case_id, chain=chain, strategy="unfused", schedule=Schedule(order="MNKL", spatial="MN"),
                 cluster=ClusterShape(), tiles=k1.tiles, grid_m=0, n_split=1, n_passes=1, stages=k1.stages,
                 threads=k1.threads, instruction=family, gated_mode="sequential" if chain.gated else "none",
@@ -266,13 +306,13 @@ def search_unfused(chain: Chain, hw: Hardware, top_k: int, require_buildable: bo
                    limits: Limits = TODAY) -> tuple[list[ScoredPlan], str]:
     from fusesim.planner.cost import gemm_kernel_cost
 
-    opts1 = _gemm_options(chain.m, chain.n, chain.k, chain.gated, hw)
-    opts2 = _gemm_options(chain.m, chain.l, chain.n, False, hw)
-    if not opts1 or not opts2:
-        return [], "no GEMM tile fits this machine's SMEM/registers with N, K, L divisible by 16"
     out: list[ScoredPlan] = []
     fallback: list[ScoredPlan] = []
     for family in _families(hw):
+        opts1 = _gemm_options(chain.m, chain.n, chain.k, chain.gated, hw, family)
+        opts2 = _gemm_options(chain.m, chain.l, chain.n, False, hw, family)
+        if not opts1 or not opts2:
+            continue
         s1 = sorted(opts1, key=lambda o: gemm_kernel_cost(chain, hw, family, "gemm0", o[0], o[1], o[2], o[3],
                                                           threads=o[4])["time_ns"])
         s2 = sorted(opts2, key=lambda o: gemm_kernel_cost(chain, hw, family, "gemm1", o[0], o[1], o[2], o[3],
@@ -286,6 +326,8 @@ def search_unfused(chain: Chain, hw: Hardware, top_k: int, require_buildable: bo
             (out if ok else fallback).append(sp)
         if len(out) >= top_k:
             break
+    if not out and not fallback:
+        return [], "no GEMM tile fits this machine's SMEM/registers with N, K, L divisible by 16"
     chosen = out if (out or require_buildable) else fallback
     chosen = sorted(chosen, key=_rank_key)[:top_k]
     if not chosen:
