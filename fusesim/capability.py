@@ -10,7 +10,8 @@ What the generated kernels are (fusesim/codegen):
 * instruction family `wgmma` (template gemm_wgmma: TMA loads into a 128-byte-swizzled mbarrier ring,
   wgmma.mma_async m64nNk16, one producer warpgroup + block_m / 64 consumer warpgroups): `unfused`
   plans only, see `wgmma_gemm_problem`. Split-K is expressed by a kernel's grid_blocks = split x its
-  output tiles (fp32 workspace + per-tile ticket; the last block runs the epilogue).
+  output tiles (any split 1..16; part s reduces k tiles [s*T/split, (s+1)*T/split) of the T =
+  depth / 64; fp32 workspace + per-tile ticket; the last block runs the epilogue).
 * `unfused`: two kernels, gemm0 (activation or gating epilogue, bf16 C' to global) and gemm1.
 * `smem` / `dsm`: one fused kernel. The fp32 E accumulator of a block (block_m x block_l) stays in
   registers through GEMM1 when `e_in_regs(plan)` (one N chunk, <= 128 floats per thread) and then
@@ -38,7 +39,7 @@ INSTRUCTIONS = ("mma_sync", "wgmma")
 WGMMA_BLOCK_M = (64, 128)  # one consumer warpgroup per 64 rows
 WGMMA_BLOCK_N = (64, 128, 256)  # wgmma n; gated kernels (two accumulators) stop at 128
 WGMMA_BLOCK_K = 64  # one 128-byte swizzle row of bf16
-WGMMA_SPLITS = (1, 2, 4, 8)
+WGMMA_MAX_SPLIT = 16  # split-K parts: k tiles split as evenly as possible (part s: [s*T/split, (s+1)*T/split))
 WGMMA_SMEM_SLACK = 1024  # the ring starts on a 1024-byte boundary of the dynamic SMEM
 
 
@@ -183,8 +184,8 @@ def kernel_split(kern: Kernel, rows: int, cols: int) -> int:
 def wgmma_gemm_problem(kern: Kernel, rows: int, cols: int, depth: int, gated: bool) -> str | None:
     """Why the gemm_wgmma template cannot instantiate this kernel (None: it can). Supported:
     block_m 64 | 128 (threads 256 | 384), block_n 64 | 128 | 256 (gated <= 128) dividing the output
-    width, block_k 64, stages 2..MAX_STAGES within SMEM, split 1 | 2 | 4 | 8 with depth a multiple
-    of 64 x split, no cluster."""
+    width, block_k 64 dividing the depth, stages 2..MAX_STAGES within SMEM, split 1..16 with at least
+    one k tile per part, no cluster."""
     t = kern.tiles
     if t.block_m not in WGMMA_BLOCK_M or t.block_n not in WGMMA_BLOCK_N or t.block_k != WGMMA_BLOCK_K:
         return (f"{kern.name}: wgmma tiles {t.block_m}x{t.block_n}x{t.block_k} (block_m in {WGMMA_BLOCK_M}, "
@@ -198,10 +199,13 @@ def wgmma_gemm_problem(kern: Kernel, rows: int, cols: int, depth: int, gated: bo
     if cols % t.block_n:
         return f"{kern.name}: block_n = {t.block_n} must divide {cols}"
     split = kernel_split(kern, rows, cols)
-    if split not in WGMMA_SPLITS:
-        return f"{kern.name}: grid_blocks {kern.grid_blocks} is not 1, 2, 4 or 8 x the output tiles (split-K)"
-    if depth % (WGMMA_BLOCK_K * split):
-        return f"{kern.name}: reduction {depth} must be a multiple of block_k {WGMMA_BLOCK_K} x split {split}"
+    if not 1 <= split <= WGMMA_MAX_SPLIT:
+        return (f"{kern.name}: grid_blocks {kern.grid_blocks} is not 1..{WGMMA_MAX_SPLIT} x the output tiles "
+                "(split-K)")
+    if depth % WGMMA_BLOCK_K:
+        return f"{kern.name}: reduction {depth} must be a multiple of block_k {WGMMA_BLOCK_K}"
+    if depth // WGMMA_BLOCK_K < split:
+        return f"{kern.name}: split {split} exceeds the {depth // WGMMA_BLOCK_K} k tiles of the reduction"
     if not 2 <= kern.stages <= MAX_STAGES:
         return f"{kern.name}: stages = {kern.stages}"
     smem = wgmma_gemm_smem_bytes(t.block_m, t.block_n, kern.stages, gated)

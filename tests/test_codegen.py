@@ -90,8 +90,9 @@ def test_wgmma_capability_and_footprint_agree():
 @pytest.mark.parametrize("kw, reason", [
     ({"bm": 96}, "wgmma tiles"),
     ({"bn": 256, "gated": True}, "gated wgmma"),
-    ({"split0": 3}, "split-K"),
-    ({"split0": 8, "k": 256}, "multiple of block_k"),
+    ({"split0": 17}, "split-K"),
+    ({"split0": 8, "k": 256}, "exceeds the 4 k tiles"),
+    ({"k": 96}, "multiple of block_k"),
     ({"stages": 8, "bn": 256}, "SMEM"),
 ])
 def test_wgmma_capability_rejects_with_a_reason(kw, reason):
@@ -154,3 +155,17 @@ def test_every_template_family_compiles_for_sm90a(tmp_path, monkeypatch):
     # a second build is a cache hit (same path, no recompile)
     name, plan = next(iter(plans.items()))
     assert build(generate(plan), mode="cubin") == one((name, plan))[1]
+
+
+def test_planner_picks_a_buildable_wgmma_unfused_plan_with_split_k():
+    from fusesim.hardware import load_hardware
+    from fusesim.planner import plan_case
+
+    hw = load_hardware("hw_configs/h200.yaml")
+    ch = _ffn("G5", 128, 16384, 4096, 4096, "gelu")
+    plan = plan_case(ch, hw, strategies=("unfused",), top_k=1).plans["unfused"][0].plan
+    assert plan.instruction == "wgmma" and plan.buildable and can_build(plan)[0]
+    k0, k1 = plan.kernels
+    assert kernel_split(k1, ch.m, ch.l) > 1  # gemm1 has < 132 output tiles: split-K fills the SMs
+    assert all(k.grid_blocks <= hw.sm_count for k in plan.kernels)
+    assert generate(plan).family == "gemm_wgmma"

@@ -152,7 +152,7 @@ def render_gemm_wgmma(plan: Plan, name: str) -> str:
             "block_m": t.block_m, "block_n": t.block_n, "block_k": t.block_k, "stages": kern.stages,
             "split": kernel_split(kern, rows, cols), "gated": gated, "epilogue": act, "epilogue_act": act,
             "smem_bytes": wgmma_gemm_smem_bytes(t.block_m, t.block_n, kern.stages, gated),
-            "mma_asm": wgmma_asm(t.block_n),
+            "mma_asm": wgmma_asm(t.block_n), "pdl_primary": idx == 0, "pdl_secondary": idx == 1,
         })
     return _env().get_template("gemm_wgmma.cu.j2").render(**_common_vars(plan), gemms=gemms)
 

@@ -42,7 +42,7 @@ REG_OVERHEAD_PER_THREAD = 32
 THREAD_CHOICES = (128, 256)  # one or two warpgroups: what both instruction families map onto
 MAX_STAGES = 8
 WGMMA_BLOCK_K = 64
-WGMMA_SPLITS = (1, 2, 4, 8)
+WGMMA_MAX_SPLIT = 16
 WGMMA_MIN_K_TILES = 4  # a split-K part streams at least this many block_k tiles
 
 
@@ -96,15 +96,16 @@ def wgmma_threads(block_m: int) -> int:
 
 
 def wgmma_split(tiles: int, depth: int, sms: int) -> int:
-    """Split-K of a gemm_wgmma kernel: the smallest of 1, 2, 4, 8 whose grid fills about a wave
-    (>= 0.9 x SMs) with every part at least WGMMA_MIN_K_TILES block_k tiles deep; else the largest
-    such split."""
-    ok = [s for s in WGMMA_SPLITS if depth % (WGMMA_BLOCK_K * s) == 0
-          and depth // (WGMMA_BLOCK_K * s) >= WGMMA_MIN_K_TILES]
-    for s in ok:
-        if tiles * s >= 0.9 * sms:
-            return s
-    return ok[-1] if ok else 1
+    """Split-K of a gemm_wgmma kernel (parts may be uneven): the largest split <= WGMMA_MAX_SPLIT whose
+    grid stays within one wave (tiles x split <= SMs) with every part at least WGMMA_MIN_K_TILES
+    block_k tiles deep; 1 when the output tiles alone fill the SMs. (Weight-streaming GEMMs are
+    bandwidth-bound: a second, partial wave of blocks costs more than it adds.)"""
+    k_tiles = depth // WGMMA_BLOCK_K
+    best = 1
+    for s in range(2, WGMMA_MAX_SPLIT + 1):
+        if tiles * s <= sms and k_tiles // s >= WGMMA_MIN_K_TILES:
+            best = s
+    return best
 
 
 def _round8(x: Any) -> Any:
