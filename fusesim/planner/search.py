@@ -262,9 +262,13 @@ def _wgmma_options(rows: int, cols: int, red: int, gated: bool, hw: Hardware) ->
     if red % 64:
         return []
     m64 = -(-rows // 64) * 64
+    # 64-row tiles re-fetch every weight tile once per M tile; when the weights are a sizeable part of
+    # L2 those fetches go back to HBM (H200, S1: gemm1 64x64 unsplit 69.5 us vs 128x64 split 2 at
+    # the same 96 blocks 59.1 us, results/h200/wgmma_trial_fill.json): streaming GEMMs use 128 rows
+    streaming = rows > 64 and red * cols * (2 if gated else 1) * 2 > hw.l2_bytes // 4
     out = []
     for bm in (64, 128):
-        if bm > m64:
+        if bm > m64 or (streaming and bm == 64):
             continue
         threads = wgmma_threads(bm)
         for bn in (64, 128, 256):
@@ -277,7 +281,17 @@ def _wgmma_options(rows: int, cols: int, red: int, gated: bool, hw: Hardware) ->
             if stages:
                 split = wgmma_split(-(-rows // bm) * (cols // bn), red, hw.sm_count)
                 out.append((bm, bn, 64, stages, threads, split))
-    return out
+    return _prefer_unsplit(out, rows, cols, hw.sm_count)
+
+
+def _prefer_unsplit(opts: list[GemmOption], rows: int, cols: int, sms: int) -> list[GemmOption]:
+    """Drop split-K options of a block_m whose smaller block_n already fills ~a wave unsplit: the
+    split's fp32 workspace round trip (a 4-byte red.add per output element and part, then 8 B to read
+    it back and re-zero it) is pure overhead there (H200: G8 gemm0 128x128 split 2 ran 5-6 us slower
+    than 128x64 unsplit, results/h200/wgmma_trial_pow2split.json); cost.gemm_kernel_cost does not
+    model the split."""
+    filled = {o[0] for o in opts if o[5] == 1 and -(-rows // o[0]) * (cols // o[1]) >= 0.9 * sms}
+    return [o for o in opts if o[5] == 1 or o[0] not in filled]
 
 
 def _gemm_kernel(chain: Chain, name: str, op: str, opt: tuple, gated: bool, tiles: int, family: str) -> Kernel:
