@@ -124,6 +124,8 @@ def test_every_paper_case_has_buildable_hand_plans():
             c = candidates(ch, per_strategy=2)
             assert c["unfused"] and c["dsm"], ch.case_id
             assert all(can_build(p)[0] for ps in c.values() for p in ps)
+            if ch.k % 64 == 0 and ch.n % 64 == 0 and ch.l % 64 == 0 and ch.conv is None:
+                assert any(p.instruction == "wgmma" for p in c["unfused"]), ch.case_id
 
 
 def test_generated_source_is_the_plan():
