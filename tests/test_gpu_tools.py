@@ -13,6 +13,12 @@ def test_sanitizer_covers_every_family_and_cluster_size() -> None:
     assert all(can_build(p)[0] for p in plans.values())
     assert {p.cluster.size for p in plans.values()} == {1, 2, 4, 8, 16}
     assert {p.strategy for p in plans.values()} == {"unfused", "smem", "dsm"}
+    assert {p.instruction for p in plans.values()} == {"mma_sync", "wgmma"}
+    wg = [p for p in plans.values() if p.instruction == "wgmma"]
+    tiles = [-(-p.chain.m // k.tiles.block_m) * ((p.chain.n, p.chain.l)[i] // k.tiles.block_n)
+             for p in wg for i, k in enumerate(p.kernels)]
+    blocks = [k.grid_blocks for p in wg for k in p.kernels]
+    assert any(b > t for b, t in zip(blocks, tiles, strict=True))  # split-K runs under the sanitizer
     forms = {s.primitive for p in plans.values() for s in p.dsm_comm}
     assert forms == {"dsm_all_exchange", "dsm_shuffle", "dsm_reduce_scatter", "inter_cluster_reduce"}
     assert set(TOOLS) == {"memcheck", "racecheck", "synccheck"}

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fusesim.codegen.handplans import fused, unfused
+from fusesim.codegen.handplans import fused, unfused, unfused_wgmma
 from fusesim.gpu.oddshapes import ODD_CHAINS, _ffn
 from fusesim.plan import ClusterShape, Plan
 
@@ -33,6 +33,10 @@ def family_plans() -> dict[str, Plan]:
     g = _ffn("san-gated", 80, 512, 128, 128, gated=True)
     return {
         "gemm (unfused, gated, predicated M), cluster 1": unfused(ODD_CHAINS[3], 64, 32, 32),
+        "gemm_wgmma (TMA + wgmma, gated, split-K 2 + 4, predicated M), cluster 1": unfused_wgmma(
+            _ffn("san-wg-gated", 200, 512, 512, 256, gated=True), 128, 128, 4, split0=2, split1=4),
+        "gemm_wgmma (64-row tiles, split-K 3, M = 33), cluster 1": unfused_wgmma(
+            _ffn("san-wg", 33, 256, 768, 128, "gelu"), 64, 64, 4, split0=1, split1=3, bn1=64),
         "fused smem (inter_cluster_reduce), cluster 1": fused(ch, ClusterShape(1, 1, 1, 1), 64, 64, 64, n_split=4),
         "fused dsm (exchange add + inter_cluster_reduce), cluster 2": fused(ch, ClusterShape(1, 1, 2, 2), 64, 64, 64,
                                                                              n_split=2),
@@ -55,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--work", default="/tmp/sanitize_work")
     p.add_argument("--tools", default=",".join(TOOLS))
+    p.add_argument("--only", default="", help="families whose name contains this text (default: all)")
     args = p.parse_args(argv)
     tools = tuple(args.tools.split(","))
     from fusesim.gpu.bench import build_all
@@ -65,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    plans = family_plans()
+    plans = {k: v for k, v in family_plans().items() if args.only in k}
     built = build_all(list(plans.values()), jobs=8)
     jobs: list[tuple[str, str, list[str], Path]] = []
     rows: list[dict[str, Any]] = []
