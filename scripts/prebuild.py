@@ -4,7 +4,9 @@ A device machine's minutes are scarce; nvcc on this machine produces the same sm
 (static CUDA runtime), keyed by source hash, so the device finds them built.
 Usage: FUSESIM_CACHE=.fscache python3 scripts/prebuild.py --hw hw_configs/h200.yaml --top-k 1 WORKLOAD...
        FUSESIM_CACHE=.fscache python3 scripts/prebuild.py --from-bench results/h200/planner_*.json
-(--from-bench: the plans recorded in bench JSONs, e.g. to profile them again with Nsight Compute.)
+(--from-bench: the plans recorded in bench JSONs, e.g. to profile them again with Nsight Compute;
+ --plans-file: {case: [plan, ...]} files that `fusesim bench --plans file:...` reads;
+ --sanitize: the plans of fusesim.gpu.sanitize.)
 """
 
 from __future__ import annotations
@@ -25,12 +27,20 @@ def main() -> int:
     ap.add_argument("workloads", nargs="*")
     ap.add_argument("--hw")
     ap.add_argument("--from-bench", nargs="*", default=[], help="bench JSONs whose recorded plans to build")
+    ap.add_argument("--plans-file", nargs="*", default=[], help="{case: [plans]} JSONs (bench --plans file:)")
+    ap.add_argument("--sanitize", action="store_true", help="also the compute-sanitizer run's plans")
     ap.add_argument("--top-k", type=int, default=1)
     ap.add_argument("--plans", default="planner")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
     plans = [Plan.from_dict(r["plan"]) for f in args.from_bench for c in json.loads(Path(f).read_text())["cases"]
              for r in c.get("plans", []) if r.get("plan")]
+    plans += [Plan.from_dict(d) for f in args.plans_file for listed in json.loads(Path(f).read_text()).values()
+              for d in listed]
+    if args.sanitize:
+        from fusesim.gpu.sanitize import family_plans
+
+        plans += list(family_plans().values())
     if args.workloads and not args.hw:
         ap.error("--hw is required with workloads")
     hw = load_hardware(args.hw) if args.hw else None
