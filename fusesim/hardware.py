@@ -31,6 +31,14 @@ DType = Literal["bf16", "fp16"]
 # Keys that need no provenance entry (not numbers).
 _NO_PROVENANCE = {"name", "description", "provenance"}
 
+# Optional simulator fields (default None: the simulator's built-in behaviour). A config that sets one
+# must give its provenance; one that leaves it out needs none and keeps its fingerprint.
+_OPTIONAL = {"cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_async_refill_ns",
+             "kernel_start_us", "l2_reduction_bandwidth_gbps", "graph_kernel_gap_us"}
+
+
+MAX_REFILL_NS = 1000.0  # bound on cp_async_refill_ns: instruction work within one pipeline stage
+
 
 class TensorRates(BaseModel):
     """Dense tensor-core throughput of one instruction family, TFLOP/s per dtype (peak sustained)."""
@@ -71,6 +79,21 @@ class Hardware(BaseModel):
     hbm_latency_ns: PositiveFloat
     launch_overhead_us: PositiveFloat
     kernel_gap_us: float = Field(ge=0)
+    # ---- optional, used by fusesim.sim only (see fusesim/sim/README.md "Generated-kernel mechanisms")
+    # cp.async groups a generated mma.sync pipeline really keeps in flight (None: stages - 1)
+    cp_async_groups_in_flight: PositiveInt | None = None
+    # bytes per SM clock one SM of a generated mma.sync (cp.async) kernel moves between L2 and
+    # itself (None: fusesim.sim.params.SM_GLOBAL_BYTES_PER_CYCLE, as for every other kernel)
+    cp_async_bytes_per_sm_cycle: PositiveFloat | None = None
+    # a 2-stage generated pipeline (cp.async.wait_group 0): time from a stage's data landing to the
+    # next stage's copies being issued (barrier + the producer's address arithmetic) (None: 0)
+    cp_async_refill_ns: float | None = Field(default=None, ge=0)
+    # fixed cost of every real kernel beyond an empty kernel's launch (None: 0)
+    kernel_start_us: float | None = Field(default=None, ge=0)
+    # throughput of the generated kernels' fp32 red.global.add into L2 (None: plain L2 bandwidth)
+    l2_reduction_bandwidth_gbps: PositiveFloat | None = None
+    # gap between dependent kernels replayed from a CUDA graph (None: kernel_gap_us, stream order)
+    graph_kernel_gap_us: float | None = Field(default=None, ge=0)
     provenance: dict[str, str]
 
     @model_validator(mode="after")
@@ -90,6 +113,13 @@ class Hardware(BaseModel):
             raise ValueError("portable_cluster_size: larger than max_cluster_size")
         if self.smem_per_block_bytes > self.smem_per_sm_bytes:
             raise ValueError("smem_per_block_bytes: larger than smem_per_sm_bytes")
+        if self.l2_reduction_bandwidth_gbps is not None and self.l2_reduction_bandwidth_gbps > self.l2_bandwidth_gbps:
+            raise ValueError("l2_reduction_bandwidth_gbps: larger than l2_bandwidth_gbps (reductions pass the L2)")
+        if self.cp_async_refill_ns is not None and self.cp_async_refill_ns > MAX_REFILL_NS:
+            raise ValueError(f"cp_async_refill_ns: larger than {MAX_REFILL_NS} ns (a barrier and address arithmetic "
+                             "inside one pipeline stage)")
+        if self.kernel_start_us is not None and self.kernel_start_us > self.launch_overhead_us:
+            raise ValueError("kernel_start_us: larger than launch_overhead_us (bounded by an empty kernel's launch)")
         if self.max_threads_per_block > self.max_threads_per_sm:
             raise ValueError("max_threads_per_block: larger than max_threads_per_sm")
         sizes = [2**i for i in range(1, self.max_cluster_size.bit_length()) if 2**i <= self.max_cluster_size]
@@ -101,7 +131,8 @@ class Hardware(BaseModel):
                     f"{table}: has cluster sizes {keys} but max_cluster_size {self.max_cluster_size} "
                     f"needs exactly {sizes}"
                 )
-        missing = [k for k in type(self).model_fields if k not in _NO_PROVENANCE and k not in self.provenance]
+        missing = [k for k in type(self).model_fields if k not in _NO_PROVENANCE and k not in self.provenance
+                   and not (k in _OPTIONAL and getattr(self, k) is None)]
         if missing:
             raise ValueError(f"provenance: no entry for {', '.join(missing)}")
         unknown = [k for k in self.provenance if k not in type(self).model_fields]
@@ -155,7 +186,11 @@ class Hardware(BaseModel):
         import hashlib
         import json
 
-        return hashlib.sha256(json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:12]
+        dump = self.model_dump(mode="json")
+        for k in _OPTIONAL:  # unset optional fields leave the fingerprint of configs that predate them
+            if dump.get(k) is None:
+                dump.pop(k, None)
+        return hashlib.sha256(json.dumps(dump, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def load_hardware(path: str | Path, overrides: dict[str, Any] | None = None) -> Hardware:

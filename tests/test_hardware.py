@@ -119,3 +119,25 @@ def test_missing_provenance_entry() -> None:
     del d["provenance"]["l2_latency_ns"]
     e = _err(d)
     assert e.field == "provenance" and "l2_latency_ns" in e.message
+
+
+def test_optional_simulator_fields_need_provenance_only_when_set() -> None:
+    base = raw("h100_sxm")
+    h = hardware_from_dict(base)
+    assert h.kernel_start_us is None and h.cp_async_groups_in_flight is None
+    with_field = {**base, "kernel_start_us": 1.0}
+    err = _err(with_field)
+    assert err.field == "provenance" and "kernel_start_us" in err.message
+    ok = {**with_field, "provenance": {**base["provenance"], "kernel_start_us": "fitted (test)"}}
+    assert hardware_from_dict(ok).kernel_start_us == 1.0
+    # unset optional fields leave the fingerprint as it was before they existed
+    assert hardware_from_dict({**base, "kernel_start_us": None}).fingerprint == h.fingerprint
+
+
+def test_optional_simulator_fields_are_bounded() -> None:
+    base = raw("h100_sxm")
+    prov = {**base["provenance"], "kernel_start_us": "x", "l2_reduction_bandwidth_gbps": "x"}
+    too_long = {**base, "kernel_start_us": base["launch_overhead_us"] + 1, "provenance": prov}
+    assert _err(too_long).field == "kernel_start_us"
+    too_fast = {**base, "l2_reduction_bandwidth_gbps": base["l2_bandwidth_gbps"] * 2, "provenance": prov}
+    assert _err(too_fast).field == "l2_reduction_bandwidth_gbps"
