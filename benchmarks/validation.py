@@ -1,71 +1,223 @@
 """Predicted vs measured on the committed H200 data; writes benchmarks/validation.md and prints it.
 
-Usage: python benchmarks/validation.py [--out benchmarks/validation.md]
-No fitted correction: every kernel is scored against the hardware file as calibrated.
+Usage: python benchmarks/validation.py [--out benchmarks/validation.md] [--fit]
+
+Cases are split by number (fusesim.validate.case_split): odd-numbered cases (C1, G3, S5, ...) are
+the *fit* half, even-numbered ones the *score* half. The hardware files' global corrections
+(cp_async_groups_in_flight, cp_async_refill_ns, l2_reduction_bandwidth_gbps, kernel_start_us: see
+their provenance) were chosen on the fit half only; `--fit` re-runs that search (a few minutes) and adds its trials
+to the report. Every metric is reported for both halves; the score half never influenced a value.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import statistics
+from collections.abc import Callable
 from pathlib import Path
 
-from fusesim.hardware import load_hardware
-from fusesim.validate import join, summarize
+from fusesim.hardware import Hardware, load_hardware
+from fusesim.validate import FIT, SCORE, Row, fit_globals, join, split_rows, summarize
 from fusesim.yamlio import atomic_write
 
 ROOT = Path(__file__).resolve().parents[1]
 SETS = {
-    "planner top-1 plans (C1-C8, S1-S8)": "results/h200/planner_*.json",
+    "planner top-1 plans": "results/h200/planner_*.json",
     "hand-built plan variants (26 cases)": "results/h200/bench_*.json",
 }
 CONFIGS = ("hw_configs/h200_calibrated.yaml", "hw_configs/h200.yaml")
+# the generated-kernel mechanisms of fusesim/sim/README.md that the hardware file switches on
+CORRECTIONS = ("cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_async_refill_ns", "kernel_start_us",
+               "l2_reduction_bandwidth_gbps")
+TARGETS = "MAPE <= 10%, Pearson >= 0.95, within-case Spearman >= 0.9, predicted best within 3% for >= 90% of cases"
 
 
 def pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
+def without_corrections(hw: Hardware) -> Hardware:
+    """The same machine with the generated-kernel mechanisms off: the simulator before them."""
+    return hw.model_copy(update={k: None for k in CORRECTIONS})
+
+
+def counter_text(s: dict, name: str) -> str:
+    c = s["counters"].get(name)
+    return f"{c['kernels']}: {pct(c['mean_abs_err'])} (max {pct(c['max_abs_err'])})" if c else "-"
+
+
+def metric_row(label: str, cfg: str, half: str, rows: list[Row]) -> str:
+    s = summarize(rows)
+    if not s["kernels"]:
+        return f"| {label} | {cfg} | {half} | 0 | - | - | - | - | - | - |"
+    sp = s["spearman_within_case_mean"]
+    return (f"| {label} | {cfg} | {half} | {s['kernels']} | {pct(s['mape'])} | {s['pearson']:.3f} | "
+            f"{'-' if sp is None else f'{sp:.2f}'} | {pct(s['best_within_3pct'])} of {s['cases_with_ranking']} | "
+            f"{counter_text(s, 'dram')} | {counter_text(s, 'dsm')} |")
+
+
+def metrics_table(hws: dict[str, Hardware]) -> tuple[list[str], dict[str, list[Row]]]:
+    lines = ["| kernels | hw config | half | n | MAPE | Pearson | within-case Spearman | predicted best within 3% "
+             "| DRAM bytes: kernels, mean abs err | DSM bytes |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    kept: dict[str, list[Row]] = {}
+    for label, pattern in SETS.items():
+        for cfg, hw in hws.items():
+            rows = join(str(ROOT / pattern), hw)
+            halves = split_rows(rows)
+            for half in (FIT, SCORE):
+                lines.append(metric_row(label, cfg, half, halves[half]))
+            lines.append(metric_row(label, cfg, "all", rows))
+            kept.setdefault(label, rows)
+    return lines, kept
+
+
+def groups(rows: list[Row]) -> dict[str, Callable[[Row], bool]]:
+    def prims(r: Row) -> set[str]:
+        return {s.primitive for s in r.plan.dsm_comm} if r.plan else set()
+
+    def conv(r: Row) -> bool:
+        return bool(r.plan and r.plan.chain.conv is not None and r.plan.chain.conv.k1 > 1)
+
+    def fused(r: Row) -> bool:
+        return bool(r.plan and r.plan.strategy != "unfused")
+
+    return {
+        "unfused (2 kernels)": lambda r: not fused(r),
+        "fused, 2 stages": lambda r: fused(r) and r.plan.kernels[0].stages == 2,
+        "fused, 3-6 stages": lambda r: fused(r) and r.plan.kernels[0].stages > 2,
+        "fused with dsm_all_exchange": lambda r: "dsm_all_exchange" in prims(r),
+        "fused with dsm_shuffle": lambda r: "dsm_shuffle" in prims(r),
+        "fused with dsm_reduce_scatter": lambda r: "dsm_reduce_scatter" in prims(r),
+        "fused with inter_cluster_reduce": lambda r: "inter_cluster_reduce" in prims(r),
+        "fused smem (no DSM), n_split 1": lambda r: fused(r) and r.plan.strategy == "smem" and r.plan.n_split == 1,
+        "3x3 conv (implicit im2col loads)": conv,
+        "measured < 20 us": lambda r: r.measured_us < 20,
+        "measured >= 200 us": lambda r: r.measured_us >= 200,
+    }
+
+
+def group_stats(rows: list[Row]) -> dict[str, tuple[int, float, float, int]]:
+    """Per group of kernels: (n, mean signed error, MAPE, kernels slower on the GPU than simulated)."""
+    out = {}
+    for name, pred in groups(rows).items():
+        sel = [r for r in rows if pred(r)]
+        if sel:
+            out[name] = (len(sel), statistics.mean(r.error for r in sel), statistics.mean(abs(r.error) for r in sel),
+                         sum(r.error < 0 for r in sel))
+    return out
+
+
+def breakdown(stats: dict[str, tuple[int, float, float, int]]) -> list[str]:
+    lines = ["| kernels | n | mean error (signed) | MAPE | slower on the GPU than simulated |", "| --- | --- | --- | --- | --- |"]
+    for name, (n, mean, mape, slower) in stats.items():
+        lines.append(f"| {name} | {n} | {100 * mean:+.1f}% | {pct(mape)} | {slower} |")
+    return lines
+
+
+def misses(stats: dict[str, tuple[int, float, float, int]], score: dict) -> list[str]:
+    """Which targets the score half misses, and which mechanism the group errors point at."""
+    def err(name: str) -> str:
+        if name not in stats:
+            return "-"
+        n, mean, mape, _slower = stats[name]
+        return f"{100 * mean:+.0f}% mean, {pct(mape)} MAPE over {n} kernels"
+
+    sp = score["spearman_within_case_mean"]
+    biased = [k for k, (_n, mean, _m, _s) in stats.items() if abs(mean) > 0.05]
+    return [
+        f"## Where the targets are missed ({TARGETS})", "",
+        f"Score half, calibrated config, both sets together: MAPE {pct(score['mape'])} (target 10%), Pearson "
+        f"{score['pearson']:.3f} (target 0.95), within-case Spearman {sp:.2f} (target 0.9), predicted best "
+        f"within 3% for {pct(score['best_within_3pct'])} of cases (target 90%). Groups whose mean error is beyond "
+        f"5%: {', '.join(biased) or 'none'}. What is still off, by mechanism:",
+        f"- dsm_reduce_scatter ({err('fused with dsm_reduce_scatter')}): modelled at the calibrated pull "
+        "bandwidth and one DSM round trip per float4 a thread owns; the GPU is slower still (the peers' "
+        "loads of one float4 are not all in flight at once, or the pull bandwidth with 16-byte loads of "
+        "padded rows is below the calibrated ring's).",
+        f"- 3x3 convolutions ({err('3x3 conv (implicit im2col loads)')}): the implicit-im2col address "
+        "arithmetic of every 16-byte copy (divisions by the image sizes) is not timed.",
+        f"- dsm_all_exchange ({err('fused with dsm_all_exchange')}): timed at 2x link occupancy for its "
+        "8-byte stores (Nsight Compute's 2x bytes); the remaining gap is the cluster barriers around it.",
+        f"- Scatter without bias: unfused {err('unfused (2 kernels)')}, fused with 3-6 stages "
+        f"{err('fused, 3-6 stages')}, 2-stage fused {err('fused, 2 stages')}. The model charges a stage one "
+        "memory round trip plus its bytes at the SM's share of L2; on the GPU one warp per scheduler issues an "
+        "instruction every ~9-10 cycles (Nsight Compute, results/h200/ncu_small_cases.txt), so a stage also "
+        "costs its instruction count (ldmatrix/mma per warp tile, address arithmetic per copy), which varies "
+        "with the tile shape and is not modelled per instruction.",
+        "- Rankings: a case's hand-built variants often lie within 5-10% of each other, inside that scatter, "
+        "so the hand-built set's Spearman and best-plan scores stay well below target; the planner's plans "
+        "(three per case, further apart) score better (table above). The simulated bytes match Nsight "
+        "Compute's DRAM bytes (table above), so what remains is time per stage, not data movement.",
+        f"- inter_cluster_reduce ({err('fused with inter_cluster_reduce')}) is unbiased with the fitted L2 "
+        "reduction throughput (700 GB/s is low for an L2: it may also absorb other per-block costs of the "
+        "fused kernels' Store phase).",
+        "- DSM bytes: Nsight Compute counts 32-byte sectors; dsm_all_exchange's 8-byte stores move 2x their "
+        "payload (results/h200/probe_dsm_variant.json), which the simulator times but reports as payload, "
+        "as fusesim.planner.dataflow does: the DSM-bytes column shows that gap.", ""]
+
+
+def fit_section(hw: Hardware) -> list[str]:
+    best = {"cp_async_groups_in_flight": 1, "l2_reduction_bandwidth_gbps": 700.0, "cp_async_refill_ns": 300.0}
+    trials = [{**best, "cp_async_groups_in_flight": n} for n in (None, 1, 2, 3)]
+    trials += [{**best, "l2_reduction_bandwidth_gbps": b} for b in (None, 350.0, 500.0, 1000.0, 2000.0)]
+    trials += [{**best, "cp_async_refill_ns": r} for r in (None, 100.0, 200.0, 349.0)]
+    res = fit_globals([str(ROOT / p) for p in SETS.values()], hw, trials, progress=print)
+    lines = ["## Fit of the global corrections (fit half only, `--fit`)", "",
+             f"Search over the fit half ({res['trials'][0]['fit_kernels']} kernels) on `{CONFIGS[0]}`; "
+             "`kernel_start_us` is optimised in [0, launch_overhead_us] for each trial. None = the simulator's "
+             "default (all `stages - 1` groups in flight; reductions at the L2 bandwidth).", "",
+             "| cp_async_groups_in_flight | l2_reduction_bandwidth_gbps | cp_async_refill_ns | best kernel_start_us "
+             "| fit-half MAPE |", "| --- | --- | --- | --- | --- |"]
+    for t in res["trials"]:
+        lines.append(f"| {t['cp_async_groups_in_flight']} | {t['l2_reduction_bandwidth_gbps']} | "
+                     f"{t['cp_async_refill_ns']} | {t['kernel_start_us']:.2f} | {pct(t['fit_mape'])} |")
+    b = res["best"]
+    lines += ["", f"Best: {b['cp_async_groups_in_flight']} group(s) in flight, reductions at "
+              f"{b['l2_reduction_bandwidth_gbps']} GB/s, 2-stage refill {b['cp_async_refill_ns']} ns, kernel start "
+              f"{b['kernel_start_us']:.2f} us.", ""]
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "validation.md"))
+    ap.add_argument("--fit", action="store_true", help="re-run the search for the global corrections (fit half)")
     args = ap.parse_args()
+    hws = {f"`{c}`": load_hardware(ROOT / c) for c in CONFIGS}
+    calibrated = hws[f"`{CONFIGS[0]}`"]
+    hws[f"`{CONFIGS[0]}` without the generated-kernel mechanisms"] = without_corrections(calibrated)
     lines = ["# Simulator vs H200 measurements", "",
              f"Generated by `python benchmarks/validation.py` on {datetime.date.today()} from the committed",
              "measurements in results/h200/ (see its README for the GPU, date and command of each file).",
-             "Each measured kernel is simulated from the exact Plan recorded next to its time; no parameter is",
-             "fitted to these kernels (all are held-out scores).", "",
-             "| kernels | hw config | n | MAPE | Pearson | within-case Spearman | predicted best within 3% of measured best | DSM bytes |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    worst: dict[str, list] = {}
-    for label, pattern in SETS.items():
-        for cfg in CONFIGS:
-            rows = join(str(ROOT / pattern), load_hardware(ROOT / cfg))
-            s = summarize(rows)
-            dsm = s["counters"].get("dsm")
-            dsm_txt = f"{dsm['kernels']} kernels, mean err {pct(dsm['mean_abs_err'])}" if dsm else "not measured"
-            lines.append(f"| {label} | `{cfg}` | {s['kernels']} | {pct(s['mape'])} | {s['pearson']:.3f} | "
-                         f"{s['spearman_within_case_mean']:.2f} | {pct(s['best_within_3pct'])} of "
-                         f"{s['cases_with_ranking']} cases | {dsm_txt} |")
-            worst.setdefault(label, rows)
-    rows = worst[next(iter(SETS))]
-    under = sum(r.error < 0 for r in rows)
-    lines += ["", f"Sign of the error (planner plans, calibrated config): {under} of {len(rows)} kernels run slower "
-              "on the GPU than simulated.", "",
-              "| case | plan | measured us | simulated us | error |", "| --- | --- | --- | --- | --- |"]
+             "Each measured kernel is simulated from the exact Plan recorded next to its time.", "",
+             "Fit / score split: odd-numbered cases (C1, C3, ..., G1, ..., S7) are the *fit* half, on which",
+             "the four fitted global values of the hardware file (cp_async_groups_in_flight,",
+             "cp_async_refill_ns, l2_reduction_bandwidth_gbps, kernel_start_us) were chosen (`--fit`; their",
+             "provenance says so); even-numbered cases are the *score* half and never influenced a value.",
+             "The last config row per set switches the generated-kernel mechanisms off (the simulator",
+             "before them).",
+             f"Targets (issue 6): {TARGETS}.", ""]
+    table, kept = metrics_table(hws)
+    lines += table
+    rows = kept[next(iter(SETS))]
+    lines += ["", f"Sign of the error (planner plans, calibrated config): {sum(r.error < 0 for r in rows)} of "
+              f"{len(rows)} kernels run slower on the GPU than simulated.", "",
+              "## Where the error is (all kernels of both sets, calibrated config)", ""]
+    everything = [r for rs in kept.values() for r in rs]
+    stats = group_stats(everything)
+    lines += breakdown(stats)
+    lines += ["", *misses(stats, summarize(split_rows(everything)[SCORE]))]
+    lines += ["", "## Planner plans, per kernel (calibrated config)", "",
+              "| case | half | plan | measured us | simulated us | error |", "| --- | --- | --- | --- | --- | --- |"]
+    halves = split_rows(rows)
+    half_of = {id(r): h for h, rs in halves.items() for r in rs}
     for r in sorted(rows, key=lambda r: (r.case, r.measured_us)):
-        lines.append(f"| {r.case} | {r.label} | {r.measured_us:.2f} | {r.predicted_us:.2f} | {100 * r.error:+.0f}% |")
-    lines += ["", "## Where the targets are missed (MAPE <= 10%, Pearson >= 0.95, Spearman >= 0.9, best within 3% for 90%)", "",
-              "Pearson is met; MAPE, within-case Spearman and the best-plan test are not. The simulator is fast",
-              "for almost every kernel (see the sign count above), so a mechanism is missing, not noise:",
-              "- per-kernel fixed cost: the smallest generated kernels take ~10 us on the GPU while their",
-              "  simulated data movement and MMAs take 1-3 us plus the calibrated 3.5 us launch; the rest",
-              "  (cold instruction/constant caches after the L2 flush, block scheduling) is not modelled;",
-              "- MMA issue rate: the simulator runs mma.sync at the calibrated peak per SM regardless of the",
-              "  warps per SM; the generated kernels run 4-8 warps, where ldmatrix/mma.sync latency is exposed;",
-              "- pipelines with 2 stages are latency-bound on the GPU beyond what the one-load-in-flight model gives.",
-              "Nsight Compute byte counters were read for 3 kernels only (results/h200/ncu.json, an older build),",
-              "so the DRAM/DSM-bytes-within-5% target is not assessed here."]
+        lines.append(f"| {r.case} | {half_of[id(r)]} | {r.label} | {r.measured_us:.2f} | {r.predicted_us:.2f} | "
+                     f"{100 * r.error:+.0f}% |")
+    lines.append("")
+    if args.fit:
+        lines += fit_section(calibrated)
     text = "\n".join(lines) + "\n"
     atomic_write(args.out, text)
     print(text)

@@ -72,3 +72,16 @@ def test_validate_missing_folder_exit_2(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "fusesim", "validate", "--measured", str(tmp_path / "none"),
                         "--hw", "h200"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_fit_and_score_halves_never_mix() -> None:
+    from fusesim.validate import FIT, SCORE, Row, best_kernel_start_us, case_split, split_rows
+
+    assert [case_split(c) for c in ("C1", "G3", "S7", "G10", "S8", "C2")] == [FIT, FIT, FIT, SCORE, SCORE, SCORE]
+    rows = [Row("G1", "a", 12.0, 8.0, kernels=2), Row("G2", "b", 7.0, 5.0, kernels=1)]
+    halves = split_rows(rows)
+    assert [r.case for r in halves[FIT]] == ["G1"] and [r.case for r in halves[SCORE]] == ["G2"]
+    # a per-kernel start cost shifts each prediction by kernels x value: 2 us makes G1 exact
+    start, mape = best_kernel_start_us(halves[FIT], upper_us=3.5)
+    assert start == pytest.approx(2.0) and mape == pytest.approx(0.0, abs=1e-9)
+    assert best_kernel_start_us(halves[FIT], upper_us=1.0)[0] == pytest.approx(1.0)  # bounded

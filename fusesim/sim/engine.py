@@ -38,6 +38,7 @@ from fusesim.sim.kernels import (
     l2_priority,
     layouts_for,
     raster,
+    split_workspaces,
 )
 
 
@@ -81,6 +82,11 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
             yield env.timeout(hw.launch_overhead_us * 1e3)  # front-end: launch to first block
             if gpu.trace is not None:
                 gpu.trace.host_span("launch " + kernel.name, "launch", t0, env.now)
+        if hw.kernel_start_us:  # fixed start cost of a real kernel beyond the empty kernel's launch
+            t0 = env.now
+            yield env.timeout(hw.kernel_start_us * 1e3)
+            if gpu.trace is not None:
+                gpu.trace.host_span("kernel start " + kernel.name, "launch", t0, env.now)
         bps = hw.blocks_per_sm(kernel.smem_bytes, kernel.threads, kernel.regs_per_thread)
         if bps == 0:
             raise ValueError(f"{plan.case_id} {plan.strategy}: kernel {kernel.name} does not fit on an SM "
@@ -110,6 +116,7 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
     outputs = ["C"] if last == "gemm0" else ["E"]  # a GEMM0-only plan (micro-cases) outputs C
     if last == "fused" and plan.n_split > 1:
         outputs.append(WORKSPACE)  # the workspace's zeros are dirty in L2 too
+    outputs += list(split_workspaces(plan))  # split-K GEMMs leave their workspaces zeroed, dirty
     dead = list(INTERMEDIATES) if plan.strategy == "unfused" and last != "gemm0" else []
     t0 = env.now
     yield gpu.mem.flush(outputs, dead)

@@ -20,6 +20,7 @@ import simpy
 
 from fusesim.hardware import Hardware
 from fusesim.plan import Kernel
+from fusesim.sim import params
 from fusesim.sim.fluid import FluidServer
 from fusesim.sim.memory import MemorySystem
 from fusesim.sim.trace import TraceRecorder
@@ -40,6 +41,25 @@ def smem_operand_bytes(family: str, rows: int, cols: int, depth: int, threads: i
     warps = max(threads // 32, 1)
     wm, wn = warp_grid(rows, cols, warps) or (1, warps)
     return stage_bytes + mma_calls * (wn * rows + wm * cols) * depth * elem_bytes
+
+
+def loads_in_flight(hw: Hardware, family: str, stages: int) -> int:
+    """Pipeline stages a block's loads run ahead of its MMAs: `stages - 1` by construction of the
+    software pipeline; for the generated mma.sync kernels (cp.async groups) at most
+    `hw.cp_async_groups_in_flight` when the hardware file states how many the GPU sustains."""
+    window = max(stages - 1, 1)
+    if family == "mma_sync" and hw.cp_async_groups_in_flight is not None:
+        window = min(window, hw.cp_async_groups_in_flight)
+    return window
+
+
+def sm_port_bytes_per_ns(hw: Hardware, family: str) -> float | None:
+    """Bytes per ns one SM of a kernel of this instruction family moves between L2 and itself:
+    `hw.cp_async_bytes_per_sm_cycle` for the generated mma.sync (cp.async) kernels when the
+    hardware file states it, else None (the memory system's default, params.SM_GLOBAL_BYTES_PER_CYCLE)."""
+    if family == "mma_sync" and hw.cp_async_bytes_per_sm_cycle is not None:
+        return hw.cp_async_bytes_per_sm_cycle * hw.clock_mhz / 1e3
+    return None
 
 
 class GPU:
@@ -106,7 +126,10 @@ class Cohort:
             self.dsm_latency_ns = self.hw.dsm_latency_ns[cs]
             self.barrier_ns = self.hw.cluster_barrier_ns[cs]
         self.stages = max(kernel.stages, 1)
-        self.window = max(self.stages - 1, 1)  # loads in flight ahead of the MMAs
+        self.window = loads_in_flight(self.hw, family, self.stages)
+        self.port = sm_port_bytes_per_ns(self.hw, family)
+        # a one-deep cp.async pipeline issues the next copies only after this stage's have landed
+        self.refill_ns = (self.hw.cp_async_refill_ns or 0.0) if family == "mma_sync" and self.stages == 2 else 0.0
         self._blocked = False
         self._last_load_ns = 0.0
         self._pending: deque[simpy.Event] = deque()
@@ -152,7 +175,7 @@ class Cohort:
             return
         granules, l2_bytes = nxt
         start = self.env.now
-        ev = self.mem.load(granules, l2_bytes, self.sms)
+        ev = self.mem.load(granules, l2_bytes, self.sms, self.port)
         if self.trace is not None:
             ev.callbacks.append(lambda _e, s=start: self._trace_load(s))
         self._pending.append(ev)
@@ -172,6 +195,8 @@ class Cohort:
         ev = self._pending.popleft()
         if not ev.processed:
             yield ev
+        if self.refill_ns:  # wait_group 0, __syncthreads, then the producer's address arithmetic
+            yield self.env.timeout(self.refill_ns)
         if self.stages > 1:
             self._issue()
         start = self.env.now
@@ -184,23 +209,29 @@ class Cohort:
         if self.trace is not None:
             self.trace.span(self.sm_ids, "mma", "mma", start, self.env.now)
 
-    def dsm_push(self, bytes_per_block: float, pull: bool = False) -> simpy.Event:
+    def dsm_push(self, bytes_per_block: float, pull: bool = False,
+                 access_bytes: int = params.DSM_CALIBRATION_ACCESS_BYTES) -> simpy.Event:
         """Remote SMEM traffic on each SM's DSM link: pushes (st.shared::cluster) at the push
-        bandwidth, or pulls (ld.shared::cluster) capped at the lower pull bandwidth."""
+        bandwidth, or pulls (ld.shared::cluster) capped at the lower pull bandwidth. The link
+        carries a bounded number of remote accesses per cycle (the calibration's 16-byte v4
+        accesses reach the measured bandwidth), so narrower accesses (`access_bytes` per thread)
+        occupy it proportionally longer for the same bytes."""
         total = bytes_per_block * self.blocks
         self.gpu.dsm_bytes += total
         assert self.dsm is not None
         cap = self.hw.dsm_bandwidth_gbps(self.cluster_size, push=False) * self.sms if pull else float("inf")
-        return self.dsm.transfer(total, cap_bytes_per_ns=cap)
+        slow = max(params.DSM_CALIBRATION_ACCESS_BYTES / max(access_bytes, 1), 1.0)
+        return self.dsm.transfer(total * slow, cap_bytes_per_ns=cap)
 
-    def dsm_step(self, name: str, bytes_per_block: float, pull: bool = False):
+    def dsm_step(self, name: str, bytes_per_block: float, pull: bool = False,
+                 access_bytes: int = params.DSM_CALIBRATION_ACCESS_BYTES):
         """One dsm_comm round as the generated kernel runs it: remote stores (or loads), the last
         byte lands one DSM latency later, then the cluster barrier (arrive.release / wait.acquire)
         that publishes it. Peers run in lock-step, so their bytes land when ours do."""
         if self.dsm is None or bytes_per_block <= 0:
             return
         start = self.env.now
-        yield self.dsm_push(bytes_per_block, pull)
+        yield self.dsm_push(bytes_per_block, pull, access_bytes)
         yield self.env.timeout(self.dsm_latency_ns + self.barrier_ns)
         if self.trace is not None:
             self.trace.span(self.sm_ids, name, "exchange", start, self.env.now)

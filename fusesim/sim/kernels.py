@@ -32,6 +32,7 @@ Granules = list[tuple[Key, int]]
 INTERMEDIATES = ("C", "G", "U", "S")  # C = act(A@B); G, U, S: PyTorch's gate, up, silu(gate) (baseline.py)
 WORKSPACE = "W"  # inter_cluster_reduce's fp32 M x L workspace (fused.cu.j2 `ws`, the gpu runner allocates it)
 WORKSPACE_BYTES = 4
+SPLIT_WORKSPACE = "W:"  # + output name: a split-K GEMM's fp32 workspace (gemm_wgmma.cu.j2 `ws`)
 TICKET_BYTES = 4  # one int per (M tile, block position) of a split
 
 
@@ -55,6 +56,46 @@ def eltwise_io(kernel: Kernel) -> tuple[list[str], str]:
     """Inputs and output of an element-wise kernel, op "eltwise:IN[,IN]->OUT" (baseline.py)."""
     ins, _, out = kernel.op.removeprefix("eltwise:").partition("->")
     return ins.split(","), out
+
+
+def kernel_split(kernel: Kernel, chain) -> int:
+    """Split-K factor of an unfused GEMM kernel: grid_blocks = split x output tiles."""
+    _lhs, _rhs, out, _kred = kernel_io(kernel, chain)
+    cols = chain.l if out == "E" else chain.n
+    tiles = -(-chain.m // kernel.tiles.block_m) * -(-cols // kernel.tiles.block_n)
+    return max(kernel.grid_blocks // max(tiles, 1), 1)
+
+
+def split_workspaces(plan: Plan) -> dict[str, tuple[int, int, Kernel]]:
+    """fp32 workspaces of the split-K GEMM kernels of an unfused plan (gemm_wgmma.cu.j2: one
+    M x cols slab per accumulated operand, gate and up for a gated GEMM0): name -> (rows, cols, kernel)."""
+    if plan.strategy != "unfused":
+        return {}
+    ch = plan.chain
+    out: dict[str, tuple[int, int, Kernel]] = {}
+    for kern in plan.kernels:
+        if kern.op.startswith("eltwise:") or kernel_split(kern, ch) <= 1:
+            continue
+        _lhs, rhs, name, _kred = kernel_io(kern, ch)
+        cols = ch.l if name == "E" else ch.n
+        out[SPLIT_WORKSPACE + name] = (ch.m, cols * len(rhs), kern)
+    return out
+
+
+def split_k_extra_bytes(plan: Plan) -> dict[str, int]:
+    """Bytes the split-K protocol of gemm_wgmma.cu.j2 moves beyond a plain store of each split
+    kernel's output (fusesim.planner.dataflow counts the plain store only): L2 reads of the fp32
+    sums by the last block of each tile; L2 writes of every part's fp32 red.adds, the tickets (one
+    per block, one reset per tile) and the zeros left in the workspace; the workspace's first touch
+    from HBM (it lives there between launches)."""
+    extra = {"l2_read": 0, "l2_write": 0, "hbm_read": 0}
+    for rows, cols, kern in split_workspaces(plan).values():
+        ws_bytes = rows * cols * WORKSPACE_BYTES
+        split = kernel_split(kern, plan.chain)
+        extra["l2_read"] += ws_bytes
+        extra["l2_write"] += (split + 1) * ws_bytes + TICKET_BYTES * (kern.grid_blocks + kern.grid_blocks // split)
+        extra["hbm_read"] += ws_bytes
+    return extra
 
 
 def _gcd_all(values: list[int]) -> int:
@@ -92,9 +133,12 @@ def layouts_for(plan: Plan) -> dict[str, TensorLayout]:
         shapes["A"].append((t.block_m, t.block_k))
         for b in ("B", "Bg", "Bu"):
             shapes[b].append((t.block_k, t.block_n))
-        shapes["D"].append((_d_step_rows(plan), gemm1_sub_l(block_l)))
+        shapes["D"].append((_d_step_rows(plan), gemm1_sub_cols(plan)))
         shapes["E"].append((t.block_m, max(block_l // cl.reduce, 1)))
         shapes["W"].append((t.block_m, max(block_l // cl.reduce, 1)))
+    for name, (rows, cols, kern) in split_workspaces(plan).items():
+        rows_cols[name] = (rows, cols)
+        shapes[name] = [(kern.tiles.block_m, kern.tiles.block_n)]
     out = {}
     for name, (rows, cols) in rows_cols.items():
         sh = shapes[name] or [(rows, cols)]
@@ -104,7 +148,8 @@ def layouts_for(plan: Plan) -> dict[str, TensorLayout]:
         if name == "A" and ch.conv is not None:
             period = ch.conv.ic
             gc = gcd(gc, period)
-        out[name] = TensorLayout(name, rows, cols, WORKSPACE_BYTES if name == "W" else eb, gr, gc, period)
+        fp32 = name == WORKSPACE or name.startswith(SPLIT_WORKSPACE)
+        out[name] = TensorLayout(name, rows, cols, WORKSPACE_BYTES if fp32 else eb, gr, gc, period)
     return out
 
 
@@ -126,14 +171,33 @@ def l2_priority(plan: Plan) -> dict[str, int]:
         prio[t] = 20
     prio["E"] = 30
     prio[WORKSPACE] = 25  # after E, before the inputs: the analyzer's order
+    for name in split_workspaces(plan):
+        prio[name] = 25
     return prio
 
 
 def gemm1_sub_l(block_l: int) -> int:
-    """Columns of E the generated fused kernel accumulates in registers at a time during GEMM1
-    (fused.cu.j2's SUBL; same rule as fusesim.planner.footprint.gemm1_sub_l): one cp.async
-    pipeline over the slice's rows per SUBL-wide sub-tile of E."""
+    """Columns of E a fused block accumulates in registers at a time during GEMM1 when E lives in
+    SMEM (fusesim.planner.footprint.gemm1_sub_l's rule)."""
     return next((c for c in (128, 64, 32, 16) if block_l % c == 0), block_l)
+
+
+def e_in_registers(plan: Plan) -> bool:
+    """fused.cu.j2's E_REGS: the block's fp32 E stays in registers through GEMM1 (one sub-tile of
+    block_l columns, no SMEM partials), as fusesim.capability decides for the generator."""
+    if not plan.tiles.block_l or plan.strategy == "unfused":
+        return False
+    try:
+        from fusesim.capability import e_in_regs
+    except ImportError:  # pragma: no cover - capability ships with fusesim
+        return False
+    return e_in_regs(plan)
+
+
+def gemm1_sub_cols(plan: Plan) -> int:
+    """fused.cu.j2's SUBL: block_l when E is in registers, else gemm1_sub_l(block_l)."""
+    block_l = plan.tiles.block_l or plan.chain.l // plan.cluster.l
+    return block_l if e_in_registers(plan) else gemm1_sub_l(block_l)
 
 
 def _d_step_rows(plan: Plan) -> int:
@@ -186,26 +250,34 @@ class GemmCohort(Cohort):
         self.out = layouts[out]
         tiles = -(-ch.m // self.bm) * -(-self.out.cols // self.bn)
         self.split = max(kernel.grid_blocks // tiles, 1)
-        self.k_per_split = -(-kred // self.split)
-        self.steps = -(-self.k_per_split // self.bk)
+        # split part s reduces k tiles [s*T//split, (s+1)*T//split) of the T = ceil(kred / block_k)
+        # (gemm_wgmma.cu.j2; one part of all T tiles without split-K)
+        ktiles = -(-kred // self.bk)
+        self.parts = [(s * ktiles // self.split, (s + 1) * ktiles // self.split) for s in range(self.split)]
+        self.steps = max(hi - lo for lo, hi in self.parts)
         self.coords = [order[b] for c in clusters for b in range(c * kernel.cluster_size, (c + 1) * kernel.cluster_size)]
         self.eb = ch.dtype_bytes
+        self.ws = layouts.get(SPLIT_WORKSPACE + out) if self.split > 1 else None
+
+    def _active(self, step: int, s: int) -> bool:
+        lo, hi = self.parts[s]
+        return step < hi - lo
 
     def loads(self) -> Iterator[tuple[Granules, int]]:
         bm, bn, bk = self.bm, self.bn, self.bk
         a_rows = _counts((m, s) for m, _n, s in self.coords)
         b_cols = _counts((n, s) for _m, n, s in self.coords)
-        kps = self.k_per_split
-        a_r0 = [m * bm for (m, _s), _c in a_rows]
-        a_cnt = [c for _k, c in a_rows]
-        b_c0 = [n * bn for (n, _s), _c in b_cols]
-        b_cnt = [c for _k, c in b_cols]
         for step in range(self.steps):
-            # distinct tiles -> distinct granules (a granule never spans two tiles of one tensor)
-            gran, l2_bytes = self.lhs.keys_grid(a_r0, [s * kps + step * bk for (_m, s), _c in a_rows], bm, bk, a_cnt)
-            k0s = [s * kps + step * bk for (_n, s), _c in b_cols]
+            # distinct tiles -> distinct granules (a granule never spans two tiles of one tensor);
+            # parts with fewer k tiles than the longest are done
+            rows = [((m, s), c) for (m, s), c in a_rows if self._active(step, s)]
+            cols = [((n, s), c) for (n, s), c in b_cols if self._active(step, s)]
+            gran, l2_bytes = self.lhs.keys_grid([m * bm for (m, _s), _c in rows],
+                                                [(self.parts[s][0] + step) * bk for (_m, s), _c in rows], bm, bk,
+                                                [c for _k, c in rows])
+            k0s = [(self.parts[s][0] + step) * bk for (_n, s), _c in cols]
             for r in self.rhs:
-                g, b = r.keys_grid(k0s, b_c0, bk, bn, b_cnt)
+                g, b = r.keys_grid(k0s, [n * bn for (n, _s), _c in cols], bk, bn, [c for _k, c in cols])
                 gran += g
                 l2_bytes += b
             yield gran, l2_bytes
@@ -216,17 +288,51 @@ class GemmCohort(Cohort):
         nb = len(self.rhs)
         smem = smem_operand_bytes(self.family, self.bm, self.bn, self.bk, self.kernel.threads, nb,
                                   (self.bm * self.bk + nb * self.bk * self.bn) * self.eb, self.eb)
-        for _ in range(self.steps):
-            yield from self.stage_mma(flops, smem)
+        for step in range(self.steps):
+            share = sum(self._active(step, s) for _m, _n, s in self.coords) / max(len(self.coords), 1)
+            yield from self.stage_mma(flops * share, smem * share)
+        if self.ws is not None:
+            yield from self._split_epilogue()
+            return
+        gran, l2_bytes = self._tiles(self.out, [((m, n), c) for (m, n), c in _counts((m, n) for m, n, _s in self.coords)])
+        yield from self.timed(self.mem.store(gran, l2_bytes, self.sms, self.port), "store " + self.out.name, "store")
+
+    def _tiles(self, layout: TensorLayout, tiles: list[tuple[tuple[int, int], int]],
+               width: int = 1) -> tuple[Granules, int]:
+        """Granules and requested bytes of output tiles (m, n) with counts; `width` operand slabs
+        side by side (a gated GEMM's workspace holds gate and up)."""
         gran: dict[Key, int] = {}
         l2_bytes = 0
-        for (m, n), count in _counts((m, n) for m, n, _s in self.coords):
-            l2_bytes += count * _add(gran, self.out.keys(m * self.bm, n * self.bn, self.bm, self.bn))
-        if self.split > 1:
-            ev = self.mem.atomic_add(list(gran.items()), l2_bytes, self.sms)
-        else:
-            ev = self.mem.store(list(gran.items()), l2_bytes, self.sms)
-        yield from self.timed(ev, "store " + self.out.name, "store")
+        for (m, n), count in tiles:
+            for w in range(width):
+                c0 = w * self.out.cols + n * self.bn
+                l2_bytes += count * _add(gran, layout.keys(m * self.bm, c0, self.bm, self.bn))
+        return list(gran.items()), l2_bytes
+
+    def _split_epilogue(self):
+        """Split-K as gemm_wgmma.cu.j2 runs it: every block red.adds its fp32 partial tile(s) into
+        the workspace (its first touch fetched from HBM), takes a ticket; the last block of each
+        tile (split part split - 1, dispatched last) reads the sums, stores the bf16 output and
+        zeros into the workspace, and resets the ticket."""
+        assert self.ws is not None
+        width = len(self.rhs)
+        mine = [((m, n), c) for (m, n), c in _counts((m, n) for m, n, _s in self.coords)]
+        gran, l2_bytes = self._tiles(self.ws, mine, width)
+        # the L2 reduction throughput fitted on the fused kernels' red.add.v4 is not applied here:
+        # no split-K kernel of this template has been measured yet
+        yield from self.timed(self.mem.atomic_add(gran, l2_bytes, self.sms, cold=True, sm_bytes_per_ns=self.port),
+                              "split-K red.add", "store")
+        yield from self.timed(self.mem.atomic_add([], TICKET_BYTES * len(self.coords), self.sms,
+                                                  sm_bytes_per_ns=self.port), "ticket", "store")
+        last = [((m, n), c) for (m, n), c in _counts((m, n) for m, n, s in self.coords if s == self.split - 1)]
+        if not last:
+            return
+        w_gran, w_bytes = self._tiles(self.ws, last, width)
+        yield from self.timed(self.mem.load(w_gran, w_bytes, self.sms, self.port), "read workspace", "store")
+        o_gran, o_bytes = self._tiles(self.out, last)
+        tickets = TICKET_BYTES * sum(c for _k, c in last)
+        ev = self.mem.store(o_gran + w_gran, o_bytes + w_bytes + tickets, self.sms, self.port)
+        yield from self.timed(ev, "store " + self.out.name + ", zero workspace", "store")
 
 
 class EltwiseCohort(Cohort):
@@ -257,7 +363,7 @@ class EltwiseCohort(Cohort):
     def consume(self):
         yield from self.stage_mma(0.0)
         gran, nbytes = self._chunks([self.out])
-        yield from self.timed(self.mem.store(gran, nbytes, self.sms), "store " + self.out.name, "store")
+        yield from self.timed(self.mem.store(gran, nbytes, self.sms, self.port), "store " + self.out.name, "store")
 
 
 class FusedCohort(Cohort):
@@ -281,7 +387,8 @@ class FusedCohort(Cohort):
         self.k_steps = -(-self.k_slice // self.bk)
         self.d_rows = _d_step_rows(plan)
         self.d_steps_per_slice = -(-self.bn // self.d_rows)
-        self.sub_l = gemm1_sub_l(self.bl)
+        self.e_regs = e_in_registers(plan)
+        self.sub_l = gemm1_sub_cols(plan)
         self.sub_passes = -(-self.bl // self.sub_l)
         self.n_passes = plan.n_passes
         self.steps: dict[str, list[DsmStep]] = {}
@@ -348,11 +455,12 @@ class FusedCohort(Cohort):
             # GEMM1: block b = n_i*cls_k + k_j is position q = b % cls_l of shuffle group g = b // cls_l;
             # the group covers slices g*shuffle .. of this chunk, the block the L range q. At ring
             # step t a block holds slice (n_i + t) % shuffle of its group (fused.cu.j2's `ring`).
+            # one cp.async pipeline over (ring step, E sub-tile, k tile): fused.cu.j2's GEMM1
             shuffle = cl.shuffle
+            yield PHASE
             for t in range(shuffle):
                 base = [self._n_tile(nc, p, g * shuffle + (own + t) % shuffle) * bn for nc, g, _q, own, _c in d_geo]
                 for sl in range(self.sub_passes):
-                    yield PHASE
                     c0s = [q * bl + sl * sub for _nc, _g, q, _o, _c in d_geo]
                     for tt in range(self.d_steps_per_slice):
                         off = tt * self.d_rows
@@ -388,25 +496,28 @@ class FusedCohort(Cohort):
                 yield from self.stage_mma(flops0, smem0)
             # dsm_all_exchange: push the partials to the cls_k - 1 peers, one cluster barrier
             for nbytes in exchange[p]:
-                yield from self.dsm_step("dsm_all_exchange", nbytes)
+                yield from self.dsm_step("dsm_all_exchange", nbytes, access_bytes=params.EXCHANGE_ACCESS_BYTES)
             if self.cl.k > 1 and shuffle == 1:
                 yield from self.cluster_barrier("barrier (exchange buffer free)")
             # GEMM1 with the ring: at each step push the slice held (if another step follows),
             # multiply it, then a cluster barrier (the pushed slice has landed)
             ring = sum(shuffle_bytes[p])
+            self.next_phase()
             for t in range(shuffle):
                 push = None
                 start = self.env.now
                 if ring and t < shuffle - 1:
                     push = self.dsm_push(ring / (shuffle - 1))
                 for _sl in range(self.sub_passes):
-                    self.next_phase()
-                    # the E sub-tile's fp32 partial comes from SMEM into registers and goes back
-                    # after the pipeline (fused.cu.j2 keeps E in SMEM between sub-tiles)
-                    yield from self.smem_rmw("E partial (load)", e_sub_bytes / 2)
+                    # without E_REGS an E sub-tile's fp32 partial comes from SMEM into registers at
+                    # its first k tile and goes back at its last (fused.cu.j2; once per chunk when
+                    # there is a single sub-tile)
+                    if not self.e_regs and (self.sub_passes > 1 or t == 0):
+                        yield from self.smem_rmw("E partial (load)", e_sub_bytes / 2)
                     for _ in range(self.d_steps_per_slice):
                         yield from self.stage_mma(flops1, smem1)
-                    yield from self.smem_rmw("E partial (store)", e_sub_bytes / 2)
+                    if not self.e_regs and (self.sub_passes > 1 or t == shuffle - 1):
+                        yield from self.smem_rmw("E partial (store)", e_sub_bytes / 2)
                 if push is not None:
                     yield push
                     yield self.env.timeout(self.dsm_latency_ns)
@@ -414,17 +525,28 @@ class FusedCohort(Cohort):
                         self.trace.span(self.sm_ids, "dsm_shuffle", "exchange", start, self.env.now)
                 if shuffle > 1:
                     yield from self.cluster_barrier("barrier (ring step)")
+            if self.e_regs:  # the stages are drained: E is parked in SMEM for the Store phase
+                yield from self.smem_rmw("E park", e_sub_bytes / 2)
         # dsm_reduce_scatter: barrier (partials complete), then each block pulls its slice from peers
         for s in self.steps.get("dsm_reduce_scatter", []):
             for _ in range(s.times):
                 yield from self.cluster_barrier("barrier (partials complete)")
                 start = self.env.now
-                yield self.dsm_push(s.bytes_per_block, pull=True)
+                # dsm_comm.cuh: each thread walks its float4s of the owned slice; per float4 it loads
+                # the peers' values (concurrently) and hands the sum to the store before the next
+                # one, so a thread waits one DSM round trip per float4 it owns
+                serial = self.env.timeout(max(self._scatter_float4s_per_thread() - 1, 0) * self.dsm_latency_ns)
+                yield self.env.all_of([self.dsm_push(s.bytes_per_block, pull=True), serial])
                 yield self.env.timeout(self.dsm_latency_ns)
                 if self.trace is not None:
                     self.trace.span(self.sm_ids, "dsm_reduce_scatter", "exchange", start, self.env.now)
         yield from self._store_e()
         yield from self.cluster_barrier("barrier (before exit)")
+
+    def _scatter_float4s_per_thread(self) -> int:
+        """float4s of the owned E slice (block_m x block_l / cls_reduce) each thread sums."""
+        width = max(self.bl // self.cl.reduce, 1)
+        return -(-self.bm * max(width // 4, 1) // max(self.kernel.threads, 1))
 
     def _e_slices(self, last_only: bool = False) -> list[tuple[tuple[int, ...], int]]:
         """(m tile, first column) of the E slice each block owns after dsm_reduce_scatter, with counts
@@ -452,22 +574,24 @@ class FusedCohort(Cohort):
         e = self.layouts["E"]
         if not self.steps.get("inter_cluster_reduce"):
             gran, l2_bytes = self._slices(e, self._e_slices())
-            yield from self.timed(self.mem.store(gran, l2_bytes, self.sms), "store E", "store")
+            yield from self.timed(self.mem.store(gran, l2_bytes, self.sms, self.port), "store E", "store")
             return
         w = self.layouts[WORKSPACE]
         # fp32 red.add of every block's slice into the workspace, then a fence and the ticket
         gran, l2_bytes = self._slices(w, self._e_slices())
-        yield from self.timed(self.mem.atomic_add(gran, l2_bytes, self.sms, cold=True),
+        yield from self.timed(self.mem.atomic_add(gran, l2_bytes, self.sms, cold=True, sm_bytes_per_ns=self.port,
+                                                  fp32_red=True),
                               "inter_cluster_reduce", "store")
-        yield from self.timed(self.mem.atomic_add([], TICKET_BYTES * len(self.blocks_xy), self.sms),
+        yield from self.timed(self.mem.atomic_add([], TICKET_BYTES * len(self.blocks_xy), self.sms,
+                                                  sm_bytes_per_ns=self.port),
                               "ticket", "store")
         last = self._e_slices(last_only=True)
         if not last:
             return
         # the last cluster of each tile: read the fp32 sum, store bf16 E and zeros into W, reset the ticket
         w_gran, w_bytes = self._slices(w, last)
-        yield from self.timed(self.mem.load(w_gran, w_bytes, self.sms), "read workspace", "store")
+        yield from self.timed(self.mem.load(w_gran, w_bytes, self.sms, self.port), "read workspace", "store")
         e_gran, e_bytes = self._slices(e, last)
         tickets = TICKET_BYTES * sum(c for _k, c in last)
-        ev = self.mem.store(e_gran + w_gran, e_bytes + w_bytes + tickets, self.sms)
+        ev = self.mem.store(e_gran + w_gran, e_bytes + w_bytes + tickets, self.sms, self.port)
         yield from self.timed(ev, "store E, zero workspace", "store")

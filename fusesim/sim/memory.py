@@ -245,44 +245,51 @@ class MemorySystem:
         self.l2 = FluidServer(env, "l2", hw.l2_bandwidth_gbps)
         self.cache = L2Cache(hw.l2_bytes, priority)
         self.sm_load_bytes_per_ns = params.SM_GLOBAL_BYTES_PER_CYCLE * hw.clock_mhz / 1e3
+        # fp32 reductions in L2 (red.global.add): their own throughput when the hardware file states it
+        red = hw.l2_reduction_bandwidth_gbps
+        self.l2_red = FluidServer(env, "l2_red", red) if red else None
         self.bytes = {"hbm_read": 0, "hbm_write": 0, "l2_read": 0, "l2_write": 0}
         self.drain_bytes = 0  # outputs' dirty lines written back after the last kernel
 
-    def _cap(self, sms: int) -> float:
-        return self.sm_load_bytes_per_ns * sms if sms > 0 else math.inf
+    def _cap(self, sms: int, sm_bytes_per_ns: float | None) -> float:
+        return (sm_bytes_per_ns or self.sm_load_bytes_per_ns) * sms if sms > 0 else math.inf
 
     def _writeback(self, nbytes: int) -> None:
         if nbytes:
             self.bytes["hbm_write"] += nbytes
             self.hbm.background(nbytes)
 
-    def load(self, granules: Iterable[tuple[Key, int]], l2_bytes: int, sms: int) -> simpy.Event:
+    def load(self, granules: Iterable[tuple[Key, int]], l2_bytes: int, sms: int,
+             sm_bytes_per_ns: float | None = None) -> simpy.Event:
         """A cohort's loads of one pipeline stage: `granules` are the distinct granules it touches,
-        `l2_bytes` what all its blocks request together (every block reads its own copy from L2)."""
+        `l2_bytes` what all its blocks request together (every block reads its own copy from L2);
+        `sms` SMs move them, each at most `sm_bytes_per_ns` (default: params.SM_GLOBAL_BYTES_PER_CYCLE)."""
         miss, wb = self.cache.read_many(granules)
         self._writeback(wb)
         self.bytes["l2_read"] += l2_bytes
         self.bytes["hbm_read"] += miss
-        l2_ev = self.l2.transfer(l2_bytes, weight=1.0, cap_bytes_per_ns=self._cap(sms))
+        l2_ev = self.l2.transfer(l2_bytes, weight=1.0, cap_bytes_per_ns=self._cap(sms, sm_bytes_per_ns))
         if miss:
             return self._after(self.env.all_of([l2_ev, self.hbm.transfer(miss)]), self.hw.hbm_latency_ns)
         return self._after(l2_ev, self.hw.l2_latency_ns)
 
-    def store(self, granules: Iterable[tuple[Key, int]], l2_bytes: int, sms: int) -> simpy.Event:
+    def store(self, granules: Iterable[tuple[Key, int]], l2_bytes: int, sms: int,
+              sm_bytes_per_ns: float | None = None) -> simpy.Event:
         """Whole-tile stores into L2 (write-allocate, write-back)."""
         wb = 0
         for key, nbytes in granules:
             wb += self.cache.write(key, nbytes)
         self._writeback(wb)
         self.bytes["l2_write"] += l2_bytes
-        ev = self.l2.transfer(l2_bytes, weight=1.0, cap_bytes_per_ns=self._cap(sms))
+        ev = self.l2.transfer(l2_bytes, weight=1.0, cap_bytes_per_ns=self._cap(sms, sm_bytes_per_ns))
         return self._after(ev, self.hw.l2_latency_ns)
 
     def atomic_add(self, granules: Iterable[tuple[Key, int]], l2_bytes: int, sms: int,
-                   cold: bool = False) -> simpy.Event:
+                   cold: bool = False, sm_bytes_per_ns: float | None = None, fp32_red: bool = False) -> simpy.Event:
         """Reductions performed by L2 (red.global / atomicAdd / cp.reduce.async.bulk add); `cold` as
         in L2Cache.atomic. Granules may be empty (the inter_cluster_reduce tickets: L2 bytes and
-        latency only, residency not tracked)."""
+        latency only, residency not tracked). `fp32_red`: the generated kernels' red.global.add.v4.f32,
+        limited to `hw.l2_reduction_bandwidth_gbps` when the hardware file states it."""
         fetch = 0
         wb = 0
         for key, nbytes in granules:
@@ -292,7 +299,9 @@ class MemorySystem:
         self._writeback(wb)
         self.bytes["l2_write"] += l2_bytes
         self.bytes["hbm_read"] += fetch
-        evs = [self.l2.transfer(l2_bytes, weight=1.0, cap_bytes_per_ns=self._cap(sms))]
+        evs = [self.l2.transfer(l2_bytes, weight=1.0, cap_bytes_per_ns=self._cap(sms, sm_bytes_per_ns))]
+        if fp32_red and self.l2_red is not None:
+            evs.append(self.l2_red.transfer(l2_bytes))
         if fetch:
             evs.append(self.hbm.transfer(fetch))
         return self._after(self.env.all_of(evs), self.hw.l2_latency_ns)
