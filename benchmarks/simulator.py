@@ -91,7 +91,7 @@ def against(path: Path, hw, rows) -> None:
             continue
         meas = measured[r["case"]]["graph"]["queued_median_us"]
         sim_us = r["result"].time_us
-        torch = simulate_torch_chain(r["plan"], hw)
+        torch = simulate_torch_chain(r["plan"], hw, graph=True)
         e1, e2 = sim_us / meas - 1, torch.time_us / meas - 1
         errs_plan.append(abs(e1))
         errs_torch.append(abs(e2))

@@ -33,17 +33,35 @@ def _eltwise(plan: Plan, op: str, name: str) -> Kernel:
                   smem_bytes=0, tiles=Tiles(bm, bn, 0), stages=1, regs_per_thread=32)
 
 
+LIBRARY_CANDIDATES = 8  # tilings of a plain GEMM the library's heuristic is taken to choose among
+
+
 def _plain_gemm0(plan: Plan, hw: Hardware) -> Kernel | None:
-    """GEMM0's kernel as the planner tiles it for a plain (ungated) GEMM of the same shape.
+    """GEMM0's kernel as a library tiles a plain (ungated) GEMM of the same shape.
 
     The gated unfused plan tiles A@[Bg|Bu] with both branches in one block (narrow N tiles); eager
-    PyTorch runs each branch as its own cuBLAS GEMM, which tiles like any plain GEMM."""
+    PyTorch runs each branch as its own cuBLAS GEMM. A library picks, among its configurations,
+    one that runs fast on the machine (its heuristics avoid, e.g., a tile count one SM short of
+    a full wave), so of the planner's top plain-GEMM tilings the one the simulator runs fastest
+    stands for it."""
     try:
-        from fusesim.planner import best_plan
+        from fusesim.planner import plan_case
     except ImportError:
         return None
     plain = replace(plan.chain, gated=False, kind="ffn", activation="none")
-    return best_plan(plain, hw, "unfused").kernels[0]
+    scored = plan_case(plain, hw, strategies=("unfused",), top_k=LIBRARY_CANDIDATES).plans.get("unfused") or []
+    kernels = [sp.plan.kernels[0] for sp in scored]
+    if not kernels:
+        return None
+    # each tiling with and without its split-K (a library splits K only where that helps)
+    tiles = [-(-plain.m // k.tiles.block_m) * -(-plain.n // k.tiles.block_n) for k in kernels]
+    kernels += [replace(k, grid_blocks=t) for k, t in zip(kernels, tiles, strict=True) if k.grid_blocks > t]
+    instruction = hw.best_instruction()
+
+    def alone_ns(k: Kernel) -> float:
+        return simulate(scored[0].plan.with_(kernels=(k,), instruction=instruction), hw).time_ns
+
+    return min(kernels, key=alone_ns)
 
 
 def torch_chain_plan(plan: Plan, hw: Hardware | None = None) -> Plan:
@@ -77,5 +95,10 @@ def torch_chain_plan(plan: Plan, hw: Hardware | None = None) -> Plan:
                       notes=(*plan.notes, "eager PyTorch kernel sequence (fusesim.sim.baseline)"))
 
 
-def simulate_torch_chain(plan: Plan, hw: Hardware, trace: bool = False) -> SimResult:
+def simulate_torch_chain(plan: Plan, hw: Hardware, trace: bool = False, graph: bool = False) -> SimResult:
+    """The eager-PyTorch sequence of the unfused `plan`; `graph`: replayed from a CUDA graph (the
+    measured baselines), so dependent kernels are `hw.graph_kernel_gap_us` apart, not the stream's
+    `kernel_gap_us` (fusesim calibrate measures both)."""
+    if graph and hw.graph_kernel_gap_us is not None:
+        hw = hw.model_copy(update={"kernel_gap_us": hw.graph_kernel_gap_us})
     return simulate(torch_chain_plan(plan, hw), hw, trace=trace)
