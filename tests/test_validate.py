@@ -85,3 +85,18 @@ def test_fit_and_score_halves_never_mix() -> None:
     start, mape = best_kernel_start_us(halves[FIT], upper_us=3.5)
     assert start == pytest.approx(2.0) and mape == pytest.approx(0.0, abs=1e-9)
     assert best_kernel_start_us(halves[FIT], upper_us=1.0)[0] == pytest.approx(1.0)  # bounded
+
+
+def test_rows_with_a_time_block_and_failed_verification(tmp_path: Path) -> None:
+    """wgmma_check's shape: {rows: [{case, plan, verify, time: {queued_median_us}}]}; unverified rows
+    are not measurements."""
+    from fusesim.report.measured import load_measured
+
+    chain = load_workload(ROOT / "workloads" / "paper_gemm_chains.yaml").select(["G4"])[0]
+    plan = plan_case(chain, HW, strategies=("unfused",), top_k=1).plans["unfused"][0].plan.to_dict()
+    rows = [{"case": "G4", "summary": "ok", "plan": plan, "verify": {"ok": True}, "time": {"queued_median_us": 20.0}},
+            {"case": "G4", "summary": "bad", "plan": plan, "verify": {"ok": False}, "time": {"queued_median_us": 1.0}}]
+    path = tmp_path / "wgmma.json"
+    path.write_text(json.dumps({"rows": rows}))
+    got = load_measured(path).items
+    assert [(m.plan, m.time_us) for m in got] == [("ok", 20.0)] and got[0].plan_dict is not None

@@ -6,7 +6,7 @@ id, a time, and (when Nsight Compute ran) byte counters. A file it cannot read i
 
 Recognised shapes: a list of entries, or a mapping with `results`, `kernels`, `cases` or
 `measurements` or `rows`; an entry has `case` and either a time (`time_us`, `median_us`, `measured_us`,
-`queued_median_us`, `time_ms`) or nested timing blocks (`eager: {queued_median_us}`,
+`queued_median_us`, `time_ms`, directly or in a `time` / `timing` block) or nested timing blocks (`eager: {queued_median_us}`,
 `graph: {...}`), each of which becomes its own measurement named `<strategy>-<block>`.
 """
 
@@ -120,7 +120,9 @@ def _from_entry(e: dict[str, Any], source: str) -> list[Measurement]:
     summary = e.get("summary") if isinstance(e.get("summary"), str) else ""
     plan_dict = plan if isinstance(plan, dict) and "chain" in plan and "kernels" in plan else None
     out = []
-    t = _time_us(e) or (_time_us(e["timing"]) if isinstance(e.get("timing"), dict) else None)
+    if isinstance(e.get("verify"), dict) and not e["verify"].get("ok"):
+        return []  # a kernel that failed verification is not a measurement
+    t = _time_us(e) or next((_time_us(e[k]) for k in ("timing", "time") if isinstance(e.get(k), dict)), None)
     if t is not None:
         out.append(Measurement(case, strategy, t, hbm, l2, dsm, flops, source, summary, plan_dict))
     else:
