@@ -17,7 +17,7 @@ def _report_module():
     return mod
 
 
-@pytest.mark.skipif(not (ROOT / "results" / "h200" / "bench_paper_gemm_chains.json").exists(),
+@pytest.mark.skipif(not (ROOT / "results" / "h200" / "final_paper_gemm_chains.json").exists(),
                     reason="no committed H200 bench results")
 def test_kernels_md_is_up_to_date(tmp_path):
     mod = _report_module()
