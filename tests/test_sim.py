@@ -200,8 +200,8 @@ def test_cli_json_contract(capsys):
 
     trace = ROOT / "tests" / ".sim_trace_test.json"
     try:
-        # G2: its dsm plan runs a DSM step (G1's best dsm plan, cluster (2,1,1,1) + inter_cluster_reduce, has none)
-        rc = main(["simulate", str(ROOT / "workloads/paper_gemm_chains.yaml"), "--hw", "h200", "--case", "G2",
+        # G4: its dsm plan runs DSM steps (G1-G3's best dsm plans, cluster (2,1,1,1) + inter_cluster_reduce, have none)
+        rc = main(["simulate", str(ROOT / "workloads/paper_gemm_chains.yaml"), "--hw", "h200", "--case", "G4",
                    "--format", "json", "--trace", str(trace)])
         assert rc == 0
         out = json.loads(capsys.readouterr().out)

@@ -301,7 +301,7 @@ def test_unconstrained_planner_uses_32_block_clusters_on_the_successor() -> None
     cannot build; on hopper_next the unconstrained one picks 32-block clusters for some case."""
     from fusesim.sweep.evaluate import evaluate_case, evaluate_case_unconstrained
 
-    spec = spec_from_dict({"hw": "hopper_next", "workloads": ["paper_gemm_chains"], "cases": ["G4", "G9"],
+    spec = spec_from_dict({"hw": "hopper_next", "workloads": ["paper_gated_ffn"], "cases": ["S1", "S2"],
                            "strategies": ["dsm"]}, "t.yaml")
     tasks, _ = spec.tasks()
     free = [r for t in tasks for r in evaluate_case_unconstrained(t)]

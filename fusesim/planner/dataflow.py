@@ -30,7 +30,8 @@ Fused plan (strategy smem / dsm), e = dtype bytes, blocks = grid_m * n_split * c
   hbm_write = e_bytes - alloc_E + w_bytes - alloc_W (dirty lines still held when the kernel ends
   are not written back within it: L2 is write-back, so an output, an intermediate or the
   workspace that stays resident never reaches HBM while the chain runs).
-* DSM: blocks * sum over dsm_comm steps (level dsm) of times * bytes_per_block (fusesim.planner.dsm_comm).
+* DSM: blocks * sum over dsm_comm steps (level dsm) of times * wire bytes per round: bytes_per_block
+  times the access pattern's wire factor (fusesim.planner.dsm_comm.wire_factor: what Nsight counts).
 * SMEM traffic: 2 x (operand bytes loaded + DSM bytes received + act(C) tiles staged
   (blocks * n_passes * block_m * block_n * e) + E accumulator read-modify-write per chunk
   (blocks * n_passes * block_m * block_l * 4) + E staged for the store (M * L * e * n_split)):
@@ -57,7 +58,7 @@ import numpy as np
 
 from fusesim.hardware import Hardware
 from fusesim.plan import Placement, Plan
-from fusesim.planner.dsm_comm import inter_cluster_l2_bytes
+from fusesim.planner.dsm_comm import inter_cluster_l2_bytes, wire_factor
 from fusesim.planner.footprint import gemm1_sub_l
 from fusesim.workload import Chain
 
@@ -141,8 +142,10 @@ def fused_volumes(ch: Chain, hw: Hardware, cm: Any, cn: Any, ck: Any, cl: Any, b
     hbm_write = u_e - alloc_e + (u_w - alloc_w)
     ax = np.where(ck > 1, n_passes * np.where(mul, bm * bn * 4, (ck - 1) * bm * bn * 4 * (1 + seq)), 0)
     sh = np.where(shuffle > 1, n_passes * (shuffle - 1) * bm * bn * e, 0)
-    rs = np.where(reduce > 1, (reduce - 1) * bm * (bl // np.maximum(reduce, 1)) * 4, 0)
-    dsm = blocks * (ax + sh + rs)
+    slice_bytes = (bl // np.maximum(reduce, 1)) * 4
+    rs = np.where(reduce > 1, (reduce - 1) * bm * slice_bytes, 0)
+    dsm = blocks * (ax * wire_factor("dsm_all_exchange", bm, bn) + sh * wire_factor("dsm_shuffle", bm, bn)
+                    + rs * wire_factor("dsm_reduce_scatter", bm, bn, slice_bytes))
     operand_read = a_req + b_req + d_req  # through the SMEM pipeline (the workspace read is not)
     l2_read = operand_read + icr["l2_read"]
     staged = blocks * n_passes * (bm * bn * e + bm * bl * 4) + float(m * l_ * e) * n_split

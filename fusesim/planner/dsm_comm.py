@@ -21,6 +21,19 @@ A fused block (n_i, k_j) of a cluster (cls_m, cls_n, cls_k, cls_l) talks to its 
   zeros back into the workspace and resets the ticket, so the next launch starts clean (no
   memset of E or of the workspace, no extra kernel). One round; bytes_per_block is the fp32 slice.
 
+On the wire (what Nsight Compute counts as DSM bytes, l1tex__m_xbar2l1tex_read_bytes_mem_dshared)
+the generated kernels move more than the payload, by their access pattern (`wire_bytes_per_round`;
+measured on the H200, results/h200/probe_small_and_dsm.json, and equal to the counter to the byte on
+all 26 planner dsm kernels of results/h200/planner_paper_*.json):
+* dsm_all_exchange: the mma-fragment-layout remote stores (8 bytes per thread, 32 contiguous bytes
+  per row and instruction) cost twice their payload (EXCHANGE_WIRE_FACTOR; 16-byte stores after a
+  lane shuffle measured the same, results/h200/probe_dsm_variant.json);
+* dsm_shuffle: a slice travels with its SMEM row padding, block_n + PAD_BF16 elements per row;
+* dsm_reduce_scatter: remote 16-byte loads of each row's slice move whole 32-byte sectors; fp32
+  rows padded by PAD_F32 floats (16 bytes) leave every other row 16 bytes off a sector, so a row
+  slice costs its bytes + 16 on average.
+The analyzer and the simulator count and time wire bytes; `bytes_per_block` stays the payload.
+
 Bytes are what one block sends per round (push model: sent bytes == bytes received by peers),
 `times` is rounds per block over the whole kernel, exactly the fields of `fusesim.plan.DsmStep`.
 Every block of the grid runs every step with full tiles, so the plan's DSM bytes are
@@ -43,6 +56,11 @@ from fusesim.plan import ClusterShape, DsmStep, Tiles
 
 FP32_BYTES = 4
 TICKET_BYTES = 4  # one int per (M tile, block position): atomicAdd per arrival, a reset by the last
+EXCHANGE_WIRE_FACTOR = 2  # fragment-layout remote stores: DSM bytes per payload byte (measured, H200)
+SECTOR_BYTES = 32  # granule of remote loads
+PAD_BF16 = 8  # SMEM row padding of the generated kernels, elements (fusesim.capability)
+PAD_F32 = 4
+RS_ROW_EXTRA_BYTES = SECTOR_BYTES // 2 if (PAD_F32 * FP32_BYTES) % SECTOR_BYTES else 0  # every other row off
 
 
 @dataclass(frozen=True)
@@ -131,6 +149,27 @@ def dsm_primitives(cluster: ClusterShape, tiles: Tiles, n_passes: int, n_split: 
     prims = [dsm_all_exchange(cluster, tiles, n_passes, gated_mode), dsm_shuffle(cluster, tiles, n_passes, dtype_bytes),
              dsm_reduce_scatter(cluster, tiles), inter_cluster_reduce(cluster, tiles, n_split)]
     return [p for p in prims if p is not None]
+
+
+def wire_factor(primitive: str, block_m: Any, block_n: Any, slice_bytes: Any = 0) -> Any:
+    """DSM bytes on the wire per payload byte for one primitive (numpy-friendly; see the module doc).
+    `slice_bytes`: bytes of one row's slice in dsm_reduce_scatter."""
+    if primitive == "dsm_all_exchange":
+        return EXCHANGE_WIRE_FACTOR + 0 * np.asarray(block_n)
+    if primitive == "dsm_shuffle":
+        return (np.asarray(block_n) + PAD_BF16) / np.asarray(block_n)
+    if primitive == "dsm_reduce_scatter":
+        sb = np.maximum(np.asarray(slice_bytes), 1)
+        return (sb + RS_ROW_EXTRA_BYTES) / sb
+    return 1.0 + 0 * np.asarray(block_n)
+
+
+def wire_bytes_per_round(step: DsmStep, tiles: Tiles, cluster: ClusterShape) -> float:
+    """DSM bytes one block moves per round of `step` as the generated kernel accesses DSM."""
+    if step.level != "dsm":
+        return float(step.bytes_per_block)
+    slice_bytes = (tiles.block_l // max(cluster.reduce, 1)) * FP32_BYTES
+    return float(step.bytes_per_block * wire_factor(step.primitive, tiles.block_m, tiles.block_n, slice_bytes))
 
 
 def dsm_steps(cluster: ClusterShape, tiles: Tiles, n_passes: int, n_split: int, gated_mode: str,

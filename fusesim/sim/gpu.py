@@ -20,7 +20,6 @@ import simpy
 
 from fusesim.hardware import Hardware
 from fusesim.plan import Kernel
-from fusesim.sim import params
 from fusesim.sim.fluid import FluidServer
 from fusesim.sim.memory import MemorySystem
 from fusesim.sim.trace import TraceRecorder
@@ -209,29 +208,25 @@ class Cohort:
         if self.trace is not None:
             self.trace.span(self.sm_ids, "mma", "mma", start, self.env.now)
 
-    def dsm_push(self, bytes_per_block: float, pull: bool = False,
-                 access_bytes: int = params.DSM_CALIBRATION_ACCESS_BYTES) -> simpy.Event:
+    def dsm_push(self, bytes_per_block: float, pull: bool = False) -> simpy.Event:
         """Remote SMEM traffic on each SM's DSM link: pushes (st.shared::cluster) at the push
-        bandwidth, or pulls (ld.shared::cluster) capped at the lower pull bandwidth. The link
-        carries a bounded number of remote accesses per cycle (the calibration's 16-byte v4
-        accesses reach the measured bandwidth), so narrower accesses (`access_bytes` per thread)
-        occupy it proportionally longer for the same bytes."""
+        bandwidth, or pulls (ld.shared::cluster) capped at the lower pull bandwidth. `bytes_per_block`
+        are wire bytes (fusesim.planner.dsm_comm.wire_bytes_per_round: payload plus what the access
+        pattern adds), the bytes the calibration's 16-byte accesses move at the measured bandwidth."""
         total = bytes_per_block * self.blocks
         self.gpu.dsm_bytes += total
         assert self.dsm is not None
         cap = self.hw.dsm_bandwidth_gbps(self.cluster_size, push=False) * self.sms if pull else float("inf")
-        slow = max(params.DSM_CALIBRATION_ACCESS_BYTES / max(access_bytes, 1), 1.0)
-        return self.dsm.transfer(total * slow, cap_bytes_per_ns=cap)
+        return self.dsm.transfer(total, cap_bytes_per_ns=cap)
 
-    def dsm_step(self, name: str, bytes_per_block: float, pull: bool = False,
-                 access_bytes: int = params.DSM_CALIBRATION_ACCESS_BYTES):
+    def dsm_step(self, name: str, bytes_per_block: float, pull: bool = False):
         """One dsm_comm round as the generated kernel runs it: remote stores (or loads), the last
         byte lands one DSM latency later, then the cluster barrier (arrive.release / wait.acquire)
         that publishes it. Peers run in lock-step, so their bytes land when ours do."""
         if self.dsm is None or bytes_per_block <= 0:
             return
         start = self.env.now
-        yield self.dsm_push(bytes_per_block, pull, access_bytes)
+        yield self.dsm_push(bytes_per_block, pull)
         yield self.env.timeout(self.dsm_latency_ns + self.barrier_ns)
         if self.trace is not None:
             self.trace.span(self.sm_ids, name, "exchange", start, self.env.now)

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from math import gcd
 
 from fusesim.plan import DsmStep, Kernel, Plan
+from fusesim.planner.dsm_comm import wire_bytes_per_round
 from fusesim.sim import params
 from fusesim.sim.gpu import GPU, PHASE, Cohort, smem_operand_bytes
 from fusesim.sim.memory import Key, TensorLayout
@@ -467,11 +468,13 @@ class FusedCohort(Cohort):
                         yield lay["D"].keys_grid([r + off for r in base], c0s, self.d_rows, sub, d_cnt)
 
     def _per_chunk(self, primitive: str) -> list[list[float]]:
-        """Bytes per block of each execution of `primitive`, grouped by N chunk (times spread evenly)."""
+        """DSM bytes per block of each execution of `primitive` as the kernel moves them (payload + the
+        access pattern's overhead, fusesim.planner.dsm_comm.wire_bytes_per_round), grouped by N chunk."""
         per = [[] for _ in range(self.n_passes)]
         for s in self.steps.get(primitive, []):
+            wire = wire_bytes_per_round(s, self.plan.tiles, self.plan.cluster)
             for i in range(s.times):
-                per[min(i * self.n_passes // max(s.times, 1), self.n_passes - 1)].append(s.bytes_per_block)
+                per[min(i * self.n_passes // max(s.times, 1), self.n_passes - 1)].append(wire)
         return per
 
     def consume(self):
@@ -494,9 +497,11 @@ class FusedCohort(Cohort):
                 self.next_phase()
             for _ in range(self.k_steps):
                 yield from self.stage_mma(flops0, smem0)
-            # dsm_all_exchange: push the partials to the cls_k - 1 peers, one cluster barrier
+            # dsm_all_exchange: push the partials to the cls_k - 1 peers, one cluster barrier; the
+            # fragment-layout 8-byte stores move twice the payload (wire bytes, dsm_comm.py), which
+            # is what occupies the link
             for nbytes in exchange[p]:
-                yield from self.dsm_step("dsm_all_exchange", nbytes, access_bytes=params.EXCHANGE_ACCESS_BYTES)
+                yield from self.dsm_step("dsm_all_exchange", nbytes)
             if self.cl.k > 1 and shuffle == 1:
                 yield from self.cluster_barrier("barrier (exchange buffer free)")
             # GEMM1 with the ring: at each step push the slice held (if another step follows),
@@ -536,7 +541,8 @@ class FusedCohort(Cohort):
                 # the peers' values (concurrently) and hands the sum to the store before the next
                 # one, so a thread waits one DSM round trip per float4 it owns
                 serial = self.env.timeout(max(self._scatter_float4s_per_thread() - 1, 0) * self.dsm_latency_ns)
-                yield self.env.all_of([self.dsm_push(s.bytes_per_block, pull=True), serial])
+                wire = wire_bytes_per_round(s, self.plan.tiles, self.plan.cluster)
+                yield self.env.all_of([self.dsm_push(wire, pull=True), serial])
                 yield self.env.timeout(self.dsm_latency_ns)
                 if self.trace is not None:
                     self.trace.span(self.sm_ids, "dsm_reduce_scatter", "exchange", start, self.env.now)

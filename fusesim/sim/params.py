@@ -16,10 +16,3 @@ RASTER_GROUP_M = 1
 # Fixed per-block cost of the prologue (mbarrier init, TMA descriptor prefetch) and epilogue
 # bookkeeping, in SM cycles (inferred; small next to the mainloop of any real tile).
 BLOCK_PROLOGUE_CYCLES = 600
-
-# Bytes per thread of the remote SMEM accesses the DSM bandwidth was calibrated with (fusesim
-# calibrate: st/ld.shared::cluster.v4, hw_configs provenance). The generated dsm_all_exchange pushes
-# fp32 accumulator pairs (st.shared::cluster.v2.f32, 8 B; dsm_comm.cuh), dsm_shuffle and
-# dsm_reduce_scatter move 16 B per access.
-DSM_CALIBRATION_ACCESS_BYTES = 16
-EXCHANGE_ACCESS_BYTES = 8
