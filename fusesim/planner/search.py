@@ -209,14 +209,15 @@ def make_fused_plan(chain: Chain, hw: Hardware, r: dict[str, int], family: str) 
 def _with_generator_smem(plan: Plan) -> Plan:
     """The search prunes with footprint's separate-regions bound; a concrete plan carries the SMEM
     the generator really allocates (it aliases E, the exchange area and the stages when E stays in
-    registers), so occupancy in the simulator matches the kernel that runs."""
+    registers; its stages also hold GEMM1's block_k x sub_l D tiles, which can exceed the bound), so
+    occupancy in the simulator matches the kernel that runs."""
     try:
         from fusesim.capability import fused_layout
     except ImportError:
         return plan
     exact = fused_layout(plan).total
     k = plan.kernels[0]
-    if exact >= k.smem_bytes:
+    if exact == k.smem_bytes:
         return plan
     return plan.with_(kernels=(replace(k, smem_bytes=int(exact)),))
 
@@ -354,6 +355,12 @@ def _rank_key(sp: ScoredPlan) -> tuple[float, float]:
 
 
 # ---- fused search --------------------------------------------------------------------------------
+def _fits(plan: Plan, hw: Hardware) -> bool:
+    """The generator's exact SMEM layout fits a block (footprint's bound, used to prune, can be lower:
+    GEMM1's D tiles in the stages, two exchange slots per peer for sequential gating)."""
+    return plan.kernels[0].smem_bytes <= hw.smem_per_block_bytes
+
+
 def _pick(chain: Chain, hw: Hardware, rows: dict[str, np.ndarray], times: dict[str, np.ndarray], sel: np.ndarray,
           top_k: int, require_buildable: bool, traffic: np.ndarray,
           limits: Limits = TODAY) -> tuple[list[ScoredPlan], str]:
@@ -370,6 +377,8 @@ def _pick(chain: Chain, hw: Hardware, rows: dict[str, np.ndarray], times: dict[s
             i = int(i)
             if i not in fallback and len(fallback) < top_k and not require_buildable:
                 plan = make_fused_plan(chain, hw, _row(rows, i), family)
+                if not _fits(plan, hw):
+                    continue
                 ok, why = limits.check(plan)
                 if not ok:
                     fallback[i] = ScoredPlan(plan.with_(buildable=False, notes=(f"not buildable: {why}",)),
@@ -382,6 +391,8 @@ def _pick(chain: Chain, hw: Hardware, rows: dict[str, np.ndarray], times: dict[s
             if i in accepted:
                 continue
             plan = make_fused_plan(chain, hw, _row(rows, i), family)
+            if not _fits(plan, hw):
+                continue
             ok, why = limits.check(plan)
             if ok:
                 misses = 0
