@@ -321,12 +321,20 @@ def test_smem_infeasible_reason_for_large_l() -> None:
     assert "does not fit one block" in res.infeasible["smem"]
 
 
-def test_best_is_fastest_and_predict_agrees() -> None:
+def test_best_is_fastest_by_simulation_and_predict_agrees() -> None:
+    from fusesim.planner.search import RERANK_PER_STRATEGY
+    from fusesim.sim import simulate
+
     hw = load_hardware(ROOT / "hw_configs/h200.yaml")
     ch = chain(128, 3072, 768, 768)
     res = plan_case(ch, hw, strategies=("unfused", "smem", "dsm", "best"), top_k=2)
     best = res.plans["best"][0]
-    assert best.predicted.time_ns == min(v[0].predicted.time_ns for s, v in res.plans.items() if s != "best")
+    # "best" simulates each strategy's top plans by the cost model and keeps the fastest simulated
+    deep = plan_case(ch, hw, strategies=("unfused", "smem", "dsm"), top_k=RERANK_PER_STRATEGY)
+    sims = [simulate(sp.plan, hw).time_ns for v in deep.plans.values() for sp in v if sp.plan.buildable]
+    assert best.simulated_ns == pytest.approx(min(sims))
+    assert [sp.simulated_ns for sp in res.plans["best"]] == sorted(sp.simulated_ns for sp in res.plans["best"])
+    assert all(len(v) <= 2 for v in res.plans.values())
     for plans in res.plans.values():
         for sp in plans:
             assert predict(sp.plan, hw).time_ns == pytest.approx(sp.predicted.time_ns)

@@ -36,15 +36,14 @@ def _plan_for(ch, hw, strategy: str, source: str):
         except ImportError:
             source = "hand"
         else:
-            strategies = ("unfused", "smem", "dsm") if strategy == "best" else (strategy,)
-            res = plan_case(ch, hw, strategies=strategies, top_k=16)
-            scored = [sp for s in strategies for sp in res.plans.get(s, []) if can_build(sp.plan)[0]]
+            # "best": the planner's simulation-ranked pick among buildable plans; one strategy: its top plan
+            res = plan_case(ch, hw, strategies=(strategy,), top_k=1, require_buildable=True)
+            scored = [sp for sp in res.plans.get(strategy, []) if can_build(sp.plan)[0]]
             if not scored:
                 why = "; ".join(f"{s}: {r}" for s, r in res.infeasible.items()) or "none of its plans is buildable"
                 raise InputError(None, "strategy", f"no buildable {strategy} plan from the planner ({why})",
                                  case=ch.case_id)
-            best = min(scored, key=lambda sp: sp.predicted.time_ns)
-            return best.plan, "planner"
+            return scored[0].plan, "planner"
     cands = candidates(ch)
     pool = [p for s, ps in cands.items() if strategy in ("best", s) for p in ps]
     if not pool:

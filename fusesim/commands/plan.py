@@ -44,6 +44,7 @@ def plan_entry(group: str, sp: Any, rank: int, hw: Any) -> dict[str, Any]:
         "instruction": p.instruction, "gated_mode": p.gated_mode,
         "dsm_comm": [dict(vars(s)) for s in p.dsm_comm],
         "predicted": {"time_us": pred.time_us, "bytes": dict(pred.bytes), "bound": pred.bound},
+        "simulated_us": None if sp.simulated_ns is None else sp.simulated_ns / 1e3,
         "buildable": p.buildable,
         "notes": list(p.notes),
         "plan": p.to_dict(),

@@ -46,16 +46,14 @@ def _jobs(args: argparse.Namespace) -> list[tuple[Any, str]]:
 
 def _plan(chain: Any, hw: Any, strategy: str) -> tuple[Any, float | None, str | None]:
     """(plan, planner-predicted ns, reason if infeasible)."""
-    from fusesim.planner import Infeasible, best_plan, plan_case
+    from fusesim.planner import plan_case
 
     if strategy == "best":
-        try:
-            plan = best_plan(chain, hw, "best")
-        except Infeasible as exc:
-            return None, None, str(exc)
-        res = plan_case(chain, hw, strategies=(plan.strategy,), top_k=1)
-        scored = res.plans.get(plan.strategy) or []
-        return plan, (scored[0].predicted.time_ns if scored else None), None
+        res = plan_case(chain, hw, strategies=("best",), top_k=1)
+        if not res.plans.get("best"):
+            return None, None, res.infeasible.get("best", "no feasible plan")
+        sp = res.plans["best"][0]
+        return sp.plan, sp.predicted.time_ns, None
     res = plan_case(chain, hw, strategies=(strategy,), top_k=1)
     scored = res.plans.get(strategy) or []
     if not scored:
