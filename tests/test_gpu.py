@@ -30,9 +30,13 @@ def _plans():
     return representative_plans()
 
 
-@pytest.mark.parametrize("name", ["gemm", "gemm_gated_im2col_predicated", "fused_smem_inter_cluster",
-                                  "fused_dsm_exchange_shuffle_reduce", "fused_dsm_e_regs", "fused_dsm_cluster16",
-                                  "fused_dsm_mul_exchange", "fused_dsm_im2col_cls_m2"])
+def _names() -> list[str]:
+    from fusesim.codegen.handplans import representative_plans
+
+    return sorted(representative_plans())  # every template family and dsm_comm form, gemm_wgmma included
+
+
+@pytest.mark.parametrize("name", _names())
 def test_kernel_matches_float32_reference(name):
     from fusesim.codegen import generate
     from fusesim.codegen.build import build
