@@ -255,7 +255,11 @@ def _gemm_options(rows: int, cols: int, red: int, gated: bool, hw: Hardware,
                         stages = st
                 if stages:
                     out.append((bm, bn, bk, stages, threads, 1))
-    return out
+    # a warp grid of >= 16x16 warp tiles must cover the tile (capability.warp_grid); tiles without
+    # one (e.g. 16x32 with 4 warps) never build, so they are offered only when no tile has one (the
+    # unfused baseline always exists, marked not buildable)
+    laid_out = [o for o in out if warp_layout_ok(o[0], o[1], o[4])]
+    return laid_out or out
 
 
 def _wgmma_options(rows: int, cols: int, red: int, gated: bool, hw: Hardware) -> list[GemmOption]:
