@@ -51,7 +51,7 @@ bl2 is kernel 2's block_n, its output-column tile over L):
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -195,12 +195,47 @@ def unfused_volumes(ch: Chain, hw: Hardware, bm1: int, bn1: int, bm2: int, bl2: 
     return Volumes(**tot, kernels=({lv: float(k1[lv]) for lv in _LEVELS}, {lv: float(k2[lv]) for lv in _LEVELS}))
 
 
+SPLIT_WORKSPACE_BYTES = 4  # fp32 partial per output element and accumulated operand
+SPLIT_TICKET_BYTES = 4  # one int per block, reset once per output tile
+
+
+def split_k_protocol_bytes(plan: Plan) -> dict[str, float]:
+    """Bytes the split-K protocol of the unfused GEMM kernels (gemm_wgmma.cu.j2; split = grid_blocks /
+    output tiles) moves beyond a plain store of the output: every part red.adds its fp32 partial
+    (one slab per accumulated operand: gate and up for a gated GEMM0) into an M x cols workspace
+    (L2 writes; first touch from HBM, where it lives between launches), takes a ticket per block;
+    the last part of a tile reads the sums (L2 read), stores the output and writes zeros back and
+    resets the ticket (L2 writes)."""
+    out = {"l2_read": 0.0, "l2_write": 0.0, "hbm_read": 0.0}
+    if plan.strategy != "unfused":
+        return out
+    ch = plan.chain
+    for kern in plan.kernels:
+        if kern.op not in ("gemm0", "gemm1"):
+            continue
+        cols = ch.n if kern.op == "gemm0" else ch.l
+        parts = 2 if (ch.gated and kern.op == "gemm0") else 1
+        tiles = -(-ch.m // kern.tiles.block_m) * -(-cols // kern.tiles.block_n)
+        split = max(kern.grid_blocks // max(tiles, 1), 1)
+        if split <= 1:
+            continue
+        ws = float(ch.m * cols * parts * SPLIT_WORKSPACE_BYTES)
+        out["l2_read"] += ws
+        out["l2_write"] += (split + 1) * ws + SPLIT_TICKET_BYTES * (kern.grid_blocks + kern.grid_blocks // split)
+        out["hbm_read"] += ws
+    return out
+
+
 def analyze(plan: Plan, hw: Hardware) -> Volumes:
     """Bytes per level of a plan on a machine (whole plan, all kernels)."""
     ch = plan.chain
     if plan.strategy == "unfused":
         k1, k2 = plan.kernels[0].tiles, plan.kernels[1].tiles
-        return unfused_volumes(ch, hw, k1.block_m, k1.block_n, k2.block_m, k2.block_n)
+        v = unfused_volumes(ch, hw, k1.block_m, k1.block_n, k2.block_m, k2.block_n)
+        extra = split_k_protocol_bytes(plan)
+        if not any(extra.values()):
+            return v
+        return replace(v, **{k: getattr(v, k) + x for k, x in extra.items()})
     c, t = plan.cluster, plan.tiles
     v = fused_volumes(ch, hw, c.m, c.n, c.k, c.l, t.block_m, t.block_n, t.block_l, plan.grid_m, plan.n_split,
                       plan.n_passes, GATED_MODES[plan.gated_mode])

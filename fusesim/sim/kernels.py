@@ -83,22 +83,6 @@ def split_workspaces(plan: Plan) -> dict[str, tuple[int, int, Kernel]]:
     return out
 
 
-def split_k_extra_bytes(plan: Plan) -> dict[str, int]:
-    """Bytes the split-K protocol of gemm_wgmma.cu.j2 moves beyond a plain store of each split
-    kernel's output (fusesim.planner.dataflow counts the plain store only): L2 reads of the fp32
-    sums by the last block of each tile; L2 writes of every part's fp32 red.adds, the tickets (one
-    per block, one reset per tile) and the zeros left in the workspace; the workspace's first touch
-    from HBM (it lives there between launches)."""
-    extra = {"l2_read": 0, "l2_write": 0, "hbm_read": 0}
-    for rows, cols, kern in split_workspaces(plan).values():
-        ws_bytes = rows * cols * WORKSPACE_BYTES
-        split = kernel_split(kern, plan.chain)
-        extra["l2_read"] += ws_bytes
-        extra["l2_write"] += (split + 1) * ws_bytes + TICKET_BYTES * (kern.grid_blocks + kern.grid_blocks // split)
-        extra["hbm_read"] += ws_bytes
-    return extra
-
-
 def _gcd_all(values: list[int]) -> int:
     g = 0
     for v in values:
