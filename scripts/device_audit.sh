@@ -15,13 +15,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:?usage: scripts/device_audit.sh OUT_DIR}
 mkdir -p "$DEST"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-export FUSESIM_CACHE=/tmp/fusesim_cache
-mkdir -p "$FUSESIM_CACHE"
-if [ -f .fscarry/cache.tar.xz ]; then
-  tar -xJf .fscarry/cache.tar.xz -C /tmp && cp -n /tmp/.fscache/* "$FUSESIM_CACHE"/ 2>/dev/null
-fi
+source scripts/device_env.sh  # wheels, PYTHONPATH, FUSESIM_CACHE, carried kernels
 rc=0
 step() { echo "== $(date -u +%H:%M:%S) $*"; }
 

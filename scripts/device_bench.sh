@@ -7,9 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:-results/h200}
 mkdir -p "$DEST"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-export FUSESIM_CACHE=${FUSESIM_CACHE:-/tmp/fusesim_cache}
+source scripts/device_env.sh  # wheels, PYTHONPATH, FUSESIM_CACHE, carried kernels
 extra=()
 [ "${NCU:-0}" = 1 ] && extra+=(--ncu)
 rc=0

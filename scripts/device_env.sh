@@ -1,0 +1,11 @@
+# Sourced (not run) by the device scripts, from the repository root of a bare GPU machine:
+# installs the wheels carried in .whl/ (scripts/device_wheels.sh) into /tmp/site, points Python
+# at them and at the repo, and unpacks kernels prebuilt here (.fscarry/cache.tar.xz, made by
+# `tar -cJf .fscarry/cache.tar.xz .fscache` after scripts/prebuild.py) into $FUSESIM_CACHE.
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+export FUSESIM_CACHE=${FUSESIM_CACHE:-/tmp/fusesim_cache}
+mkdir -p "$FUSESIM_CACHE"
+if [ -f .fscarry/cache.tar.xz ]; then
+  tar -xJf .fscarry/cache.tar.xz -C /tmp && cp -rn /tmp/.fscache/. "$FUSESIM_CACHE"/
+fi
