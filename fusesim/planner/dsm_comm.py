@@ -53,13 +53,12 @@ from typing import Any
 import numpy as np
 
 from fusesim.plan import ClusterShape, DsmStep, Tiles
+from fusesim.planner.footprint import PAD_BF16, PAD_F32  # the generated kernels' SMEM row padding
 
 FP32_BYTES = 4
 TICKET_BYTES = 4  # one int per (M tile, block position): atomicAdd per arrival, a reset by the last
 EXCHANGE_WIRE_FACTOR = 2  # fragment-layout remote stores: DSM bytes per payload byte (measured, H200)
 SECTOR_BYTES = 32  # granule of remote loads
-PAD_BF16 = 8  # SMEM row padding of the generated kernels, elements (fusesim.capability)
-PAD_F32 = 4
 RS_ROW_EXTRA_BYTES = SECTOR_BYTES // 2 if (PAD_F32 * FP32_BYTES) % SECTOR_BYTES else 0  # every other row off
 
 
