@@ -7,9 +7,11 @@ tiles, cluster shape, stages and threads, and this module says whether that inst
 What the generated kernels are (fusesim/codegen):
 * instruction family `mma_sync` (mma.sync m16n8k16 bf16 -> fp32, ldmatrix, cp.async multistage
   pipeline): every strategy.
-* instruction family `wgmma` (template gemm_wgmma: TMA loads into a 128-byte-swizzled mbarrier ring,
-  wgmma.mma_async m64nNk16, one producer warpgroup + block_m / 64 consumer warpgroups): `unfused`
-  plans only, see `wgmma_gemm_problem`. Split-K is expressed by a kernel's grid_blocks = split x its
+* instruction family `wgmma` (TMA loads into a 128-byte-swizzled mbarrier ring, wgmma.mma_async
+  m64nNk16, one producer warpgroup + block_m / 64 consumer warpgroups): template gemm_wgmma for
+  `unfused` plans (see `wgmma_gemm_problem`) and template fused_wgmma for `smem` / `dsm` plans with
+  one N chunk (see `fused_wgmma_problem`; dsm_comm pushes with st.async and bulk DSM copies that
+  complete on the receiver's mbarrier, layout in `fused_wgmma_layout`). Split-K is expressed by a kernel's grid_blocks = split x its
   output tiles (any split 1..16; part s reduces k tiles [s*T/split, (s+1)*T/split) of the T =
   depth / 64; fp32 workspace + per-tile ticket; the last block runs the epilogue).
 * `unfused`: two kernels, gemm0 (activation or gating epilogue, bf16 C' to global) and gemm1.
@@ -154,8 +156,6 @@ def _common(plan: Plan) -> str | None:
         return f"dtype {ch.dtype}: only bf16 kernels are generated"
     if plan.instruction not in INSTRUCTIONS:
         return f"instruction {plan.instruction!r}: the generator emits {' or '.join(INSTRUCTIONS)}"
-    if plan.instruction == "wgmma" and plan.strategy != "unfused":
-        return "wgmma is generated for unfused plans only; fused (smem/dsm) kernels use mma.sync m16n8k16"
     if plan.instruction == "wgmma" and ch.conv is not None and ch.conv.k1 > 1:
         return "wgmma family: no implicit im2col (TMA loads a plain [M, K] A), conv k1 > 1 needs mma_sync"
     if ch.activation not in SUPPORTED_ACTIVATIONS:
@@ -252,18 +252,91 @@ def _check_unfused(plan: Plan) -> str | None:
     return None
 
 
-def _check_fused(plan: Plan) -> str | None:
+FUSED_WGMMA_SUB_L = (256, 192, 128, 64)  # E sub-tile widths (wgmma n) a consumer holds in registers
+
+
+def fused_wgmma_sub_l(block_l: int) -> int:
+    """Columns of E a fused_wgmma consumer accumulates at a time: the widest wgmma n dividing block_l."""
+    return next((s for s in FUSED_WGMMA_SUB_L if block_l % s == 0), 0)
+
+
+@dataclass(frozen=True)
+class FusedWgmmaLayout:
+    """SMEM of the fused_wgmma kernel, bytes from a 1024-aligned base: the operand ring (GEMM0's A and
+    B tiles, GEMM1's D tiles), the shuffle group's act(C) slices, a region shared by the exchange's
+    receive slots and (reduce-scatter only) the fp32 E partial, the reduce-scatter receive slots (a
+    region of their own, so slices are pushed without a cluster barrier; inside the drained ring and
+    slices when only that fits), the mbarriers and the alignment slack."""
+
+    ring: int
+    c_slots: int
+    exchange: int
+    e_partial: int
+    e_receive: int
+    barriers: int
+
+    def _total(self, aliased: bool) -> int:
+        extra = 0 if aliased else self.e_receive
+        return self.ring + self.c_slots + max(self.exchange, self.e_partial) + extra + self.barriers + WGMMA_SMEM_SLACK
+
+    @property
+    def receive_aliased(self) -> bool:
+        return (self._total(False) > SMEM_LIMIT_BYTES and self.e_receive <= self.ring + self.c_slots)
+
+    @property
+    def total(self) -> int:
+        return self._total(self.receive_aliased)
+
+
+def fused_wgmma_layout(plan: Plan) -> FusedWgmmaLayout:
+    t, c = plan.tiles, plan.cluster
+    nb = 2 if plan.gated_mode == "sequential" else 1
+    sub_l = fused_wgmma_sub_l(t.block_l) or 64
+    stage = max(t.block_m * 128 + nb * t.block_n * 128, sub_l * 128)
+    shuffle, reduce = c.shuffle, max(c.reduce, 1)
+    exchange = (c.k - 1) * nb * t.block_m * t.block_n * 4
+    e_partial = t.block_m * t.block_l * 4 if reduce > 1 else 0
+    e_receive = (reduce - 1) * t.block_m * (t.block_l // reduce) * 4
+    return FusedWgmmaLayout(plan.stages * stage, shuffle * t.block_m * t.block_n * 2, exchange, e_partial, e_receive,
+                            8 * (2 * plan.stages + shuffle + 2))
+
+
+def fused_wgmma_problem(plan: Plan) -> str | None:
+    """Why the fused_wgmma template cannot instantiate this smem/dsm plan (None: it can). Supported:
+    block_m 64 | 128 (threads 128 x (1 + block_m / 64)), block_n 64 | 128 | 256 (sequential gating
+    <= 128), block_k 64, block_l a multiple of 64 (E in sub-tiles of fused_wgmma_sub_l), one N chunk
+    (n_passes 1), K slices of whole k tiles when cls_k > 1 (a single slice may end in a zero-filled
+    tail), no implicit im2col, SMEM within the limit."""
     ch, c, t = plan.chain, plan.cluster, plan.tiles
-    if not c.is_consistent():
-        return f"inconsistent cluster shape ({c.m},{c.n},{c.k},{c.l})"
-    if c.size > MAX_CLUSTER_SIZE:
-        return f"cluster of {c.size} blocks (max {MAX_CLUSTER_SIZE})"
-    if plan.strategy == "smem" and c.size != 1:
-        return "smem strategy with a cluster larger than 1"
-    if plan.threads not in SUPPORTED_THREADS:
-        return f"threads = {plan.threads} (supported {SUPPORTED_THREADS})"
-    if t.block_m % 16 or t.block_n % 16 or t.block_k % 16 or t.block_l % 16:
-        return "block_m, block_n, block_k, block_l must be multiples of 16"
+    if ch.conv is not None and ch.conv.k1 > 1:
+        return "wgmma family: no implicit im2col (TMA loads a plain [M, K] A), conv k1 > 1 needs mma_sync"
+    if t.block_m not in WGMMA_BLOCK_M or t.block_n not in WGMMA_BLOCK_N or t.block_k != WGMMA_BLOCK_K:
+        return (f"fused wgmma tiles {t.block_m}x{t.block_n}x{t.block_k} (block_m in {WGMMA_BLOCK_M}, "
+                f"block_n in {WGMMA_BLOCK_N}, block_k {WGMMA_BLOCK_K})")
+    if plan.gated_mode == "sequential" and t.block_n > 128:
+        return f"fused wgmma, sequential gating with block_n {t.block_n} > 128 (two accumulators exceed registers)"
+    if t.block_l % 64 or not fused_wgmma_sub_l(t.block_l):
+        return f"fused wgmma: block_l = {t.block_l} must be a multiple of 64"
+    if plan.threads != wgmma_threads(t.block_m):
+        return f"fused wgmma: threads = {plan.threads}, the template runs {wgmma_threads(t.block_m)} for block_m {t.block_m}"
+    if plan.n_passes != 1:
+        return f"fused wgmma: n_passes = {plan.n_passes} (one N chunk per cluster; E stays in registers)"
+    if c.k > 1 and plan.gated_mode != "mul_exchange" and (ch.k // c.k) % WGMMA_BLOCK_K:
+        return f"fused wgmma: K slice {ch.k // c.k} of cls_k = {c.k} must be a multiple of {WGMMA_BLOCK_K}"
+    smem = fused_wgmma_layout(plan).total
+    if smem > SMEM_LIMIT_BYTES:
+        return f"fused wgmma kernel needs {smem} B of SMEM (ring, C' slices, exchange / E; limit {SMEM_LIMIT_BYTES})"
+    return None
+
+
+def fused_smem_bytes(plan: Plan) -> int:
+    """Dynamic SMEM the generator allocates for a fused (smem / dsm) plan of either family."""
+    return fused_wgmma_layout(plan).total if plan.instruction == "wgmma" else fused_layout(plan).total
+
+
+def _check_fused_common(plan: Plan) -> str | None:
+    """The plan semantics (fusesim/plan.py) both fused families implement."""
+    ch, c, t = plan.chain, plan.cluster, plan.tiles
     if plan.grid_m * c.m * t.block_m < ch.m:
         return f"grid_m * cls_m * block_m = {plan.grid_m * c.m * t.block_m} does not cover M = {ch.m}"
     if plan.n_split * plan.n_passes * c.n * t.block_n != ch.n:
@@ -275,16 +348,38 @@ def _check_fused(plan: Plan) -> str | None:
         return f"gated FFN needs gated_mode sequential or mul_exchange (got {gm!r})"
     if not ch.gated and gm != "none":
         return f"gated_mode {gm!r} on a non-gated chain"
-    k_slice = ch.k if gm == "mul_exchange" else ch.k // c.k
     if gm == "mul_exchange" and c.k != 2:
         return "mul_exchange needs cls_k = 2 (one block per branch)"
-    if ch.k % (1 if gm == "mul_exchange" else c.k) or k_slice % t.block_k:
-        return f"K slice {k_slice} must be a multiple of block_k = {t.block_k}"
-    if t.block_n % t.block_k:
-        return f"block_n = {t.block_n} must be a multiple of block_k = {t.block_k} (GEMM1 steps over C')"
+    if ch.k % (1 if gm == "mul_exchange" else c.k):
+        return f"K = {ch.k} does not split into cls_k = {c.k} slices"
     slice_l = t.block_l // c.reduce
     if t.block_l % c.reduce or slice_l % 8:
         return f"block_l / cls_reduce = {t.block_l}/{c.reduce} must be a whole multiple of 8"
+    return None
+
+
+def _check_fused(plan: Plan) -> str | None:
+    ch, c, t = plan.chain, plan.cluster, plan.tiles
+    if not c.is_consistent():
+        return f"inconsistent cluster shape ({c.m},{c.n},{c.k},{c.l})"
+    if c.size > MAX_CLUSTER_SIZE:
+        return f"cluster of {c.size} blocks (max {MAX_CLUSTER_SIZE})"
+    if plan.strategy == "smem" and c.size != 1:
+        return "smem strategy with a cluster larger than 1"
+    if plan.instruction == "wgmma":
+        return _check_fused_common(plan) or fused_wgmma_problem(plan)
+    if plan.threads not in SUPPORTED_THREADS:
+        return f"threads = {plan.threads} (supported {SUPPORTED_THREADS})"
+    if t.block_m % 16 or t.block_n % 16 or t.block_k % 16 or t.block_l % 16:
+        return "block_m, block_n, block_k, block_l must be multiples of 16"
+    why = _check_fused_common(plan)
+    if why:
+        return why
+    k_slice = ch.k if plan.gated_mode == "mul_exchange" else ch.k // c.k
+    if k_slice % t.block_k:
+        return f"K slice {k_slice} must be a multiple of block_k = {t.block_k}"
+    if t.block_n % t.block_k:
+        return f"block_n = {t.block_n} must be a multiple of block_k = {t.block_k} (GEMM1 steps over C')"
     warps = plan.threads // 32
     if warp_grid(t.block_m, t.block_n, warps) is None:
         return f"no warp layout for GEMM0 tile {t.block_m}x{t.block_n} with {plan.threads} threads"

@@ -15,7 +15,8 @@ from fusesim.capability import (
     SMEM_LIMIT_BYTES,
     can_build,
     e_in_regs,
-    fused_layout,
+    fused_smem_bytes,
+    fused_wgmma_layout,
     kernel_split,
     wgmma_gemm_smem_bytes,
     wgmma_threads,
@@ -34,7 +35,8 @@ def test_representative_plans_are_buildable():
     for name, plan in representative_plans().items():
         ok, why = can_build(plan)
         assert ok, f"{name}: {why}"
-        assert fused_layout(plan).total <= SMEM_LIMIT_BYTES if plan.strategy != "unfused" else True
+        if plan.strategy != "unfused":
+            assert plan.kernels[0].smem_bytes == fused_smem_bytes(plan) <= SMEM_LIMIT_BYTES, name
 
 
 def test_e_in_registers_only_for_one_chunk():
@@ -44,7 +46,7 @@ def test_e_in_registers_only_for_one_chunk():
 
 
 @pytest.mark.parametrize("change, reason", [
-    ({"instruction": "wgmma"}, "mma.sync"),
+    ({"instruction": "wgmma"}, "n_passes = 8"),  # fused_wgmma: one N chunk per cluster
     ({"threads": 96}, "threads"),
     ({"stages": 1}, "stages"),
     ({"n_passes": 3}, "must equal N"),
@@ -68,7 +70,7 @@ def test_capability_rejects_smem_overflow_and_bad_tiles():
 
 
 def test_wgmma_representatives_cover_splits_gating_and_activations():
-    plans = {k: p for k, p in representative_plans().items() if p.instruction == "wgmma"}
+    plans = {k: p for k, p in representative_plans().items() if k.startswith("gemm_wgmma")}
     assert {p.chain.activation for p in plans.values()} >= {"relu", "gelu", "silu", "none"}
     assert any(p.chain.gated for p in plans.values()) and any(p.chain.m % 64 for p in plans.values())
     splits = {kernel_split(k, p.chain.m, (p.chain.n, p.chain.l)[i]) for p in plans.values()
@@ -76,6 +78,19 @@ def test_wgmma_representatives_cover_splits_gating_and_activations():
     assert splits >= {1, 2, 4}
     for p in plans.values():
         assert generate(p).family == "gemm_wgmma"
+
+
+def test_fused_wgmma_representatives_cover_every_dsm_comm_form():
+    plans = {k: p for k, p in representative_plans().items() if k.startswith("fused_wgmma")}
+    for p in plans.values():
+        assert p.instruction == "wgmma" and p.n_passes == 1 and generate(p).family == "fused_wgmma"
+    shapes = [p.cluster for p in plans.values()]
+    assert any(c.size == 1 for c in shapes) and any(c.m > 1 for c in shapes)
+    assert any(c.k > 1 for c in shapes) and any(c.shuffle > 1 for c in shapes) and any(c.reduce > 1 for c in shapes)
+    assert {p.gated_mode for p in plans.values()} >= {"none", "sequential", "mul_exchange"}
+    assert any(p.n_split > 1 for p in plans.values()) and any(p.chain.m % 64 for p in plans.values())
+    assert any(fused_wgmma_layout(p).receive_aliased for p in plans.values())
+    assert {p.tiles.block_m for p in plans.values()} == {64, 128}
 
 
 def test_wgmma_capability_and_footprint_agree():

@@ -1,9 +1,11 @@
 """Plan -> CUDA C++ for sm_90a: jinja2 templates plus the dsm_comm device header.
 
 `generate(plan)` renders exactly the plan's tiles, cluster shape, stages and threads (it never
-re-decides them); `fusesim.capability.can_build` says beforehand whether it can. Three template
+re-decides them); `fusesim.capability.can_build` says beforehand whether it can. Four template
 families: `gemm` (the unfused plan's two kernels, mma.sync), `gemm_wgmma` (the same two kernels
-for plans with instruction "wgmma": TMA + wgmma, split-K) and `fused` (smem and dsm plans, one kernel).
+for plans with instruction "wgmma": TMA + wgmma, split-K), `fused` (smem and dsm plans, one kernel,
+mma.sync) and `fused_wgmma` (smem and dsm plans with instruction "wgmma": TMA + wgmma, dsm_comm
+through st.async and bulk DSM copies completing on mbarriers).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from fusesim.capability import (
     can_build,
     e_in_regs,
     fused_layout,
+    fused_wgmma_layout,
+    fused_wgmma_sub_l,
     gemm1_sub_l,
     gemm_smem_bytes,
     kernel_split,
@@ -46,7 +50,7 @@ class Source:
     """One generated translation unit."""
 
     name: str  # file stem, safe for a file name
-    family: str  # "gemm" | "gemm_wgmma" | "fused"
+    family: str  # "gemm" | "gemm_wgmma" | "fused" | "fused_wgmma"
     code: str
 
     @property
@@ -143,7 +147,14 @@ def wgmma_asm(block_n: int) -> str:
             f'\\n}}\\n"\n      : {outs}\n      : "l"(da), "l"(db), "r"(1) : "memory");')
 
 
-def render_gemm_wgmma(plan: Plan, name: str) -> str:
+# gemm_wgmma: gemm0 prefetches up to this many bytes of D into L2 for gemm1 (0: off).
+GEMM_D_PREFETCH_MAX_BYTES = 0
+
+
+def render_gemm_wgmma(plan: Plan, name: str, prefetch_max_bytes: int | None = None) -> str:
+    ch = plan.chain
+    cap = GEMM_D_PREFETCH_MAX_BYTES if prefetch_max_bytes is None else prefetch_max_bytes
+    d_bytes = ch.n * ch.l * ch.dtype_bytes
     gemms = []
     for idx, kern, gated, rows, cols, depth, act in _gemms(plan):
         t = kern.tiles
@@ -153,8 +164,21 @@ def render_gemm_wgmma(plan: Plan, name: str) -> str:
             "split": kernel_split(kern, rows, cols), "gated": gated, "epilogue": act, "epilogue_act": act,
             "smem_bytes": wgmma_gemm_smem_bytes(t.block_m, t.block_n, kern.stages, gated),
             "mma_asm": wgmma_asm(t.block_n), "pdl_primary": idx == 0, "pdl_secondary": idx == 1,
+            "prefetch_bytes": min(d_bytes, cap) // 16 * 16 if idx == 0 else 0,
         })
     return _env().get_template("gemm_wgmma.cu.j2").render(**_common_vars(plan), gemms=gemms)
+
+
+def render_fused_wgmma(plan: Plan, name: str) -> str:
+    t, c = plan.tiles, plan.cluster
+    sub_l = fused_wgmma_sub_l(t.block_l)
+    return _env().get_template("fused_wgmma.cu.j2").render(
+        **_common_vars(plan), kernel_name=f"fs_fwg_{name}",
+        block_m=t.block_m, block_n=t.block_n, block_l=t.block_l, sub_l=sub_l,
+        cls_m=c.m, cls_n=c.n, cls_k=c.k, cls_l=c.l, grid_m=plan.grid_m, n_split=plan.n_split,
+        stages=plan.stages, gated_mode=plan.gated_mode, smem_bytes=fused_wgmma_layout(plan).total,
+        er_alias=fused_wgmma_layout(plan).receive_aliased, mma0_asm=wgmma_asm(t.block_n), mma1_asm=wgmma_asm(sub_l),
+    )
 
 
 def generate(plan: Plan) -> Source:
@@ -167,4 +191,6 @@ def generate(plan: Plan) -> Source:
         return Source(name, "gemm_wgmma", render_gemm_wgmma(plan, name))
     if plan.strategy == "unfused":
         return Source(name, "gemm", render_gemm(plan, name))
+    if plan.instruction == "wgmma":
+        return Source(name, "fused_wgmma", render_fused_wgmma(plan, name))
     return Source(name, "fused", render_fused(plan, name))

@@ -6,7 +6,14 @@ or rejected by capability with its reason. DSM steps come from fusesim.planner.d
 
 from __future__ import annotations
 
-from fusesim.capability import can_build, fused_layout, gemm_smem_bytes, wgmma_gemm_smem_bytes, wgmma_threads
+from fusesim.capability import (
+    can_build,
+    fused_layout,
+    fused_smem_bytes,
+    gemm_smem_bytes,
+    wgmma_gemm_smem_bytes,
+    wgmma_threads,
+)
 from fusesim.plan import ClusterShape, Kernel, Placement, Plan, Schedule, Tiles
 from fusesim.planner.dsm_comm import dsm_steps
 from fusesim.planner.footprint import wgmma_split
@@ -73,8 +80,11 @@ def wgmma_candidates(ch: Chain, sms: int = 132) -> list[Plan]:
 
 
 def fused(ch: Chain, cluster: ClusterShape, bm: int, bn: int, bk: int, n_split: int, stages: int = 3,
-          threads: int = 256, gated_mode: str | None = None) -> Plan:
-    """A smem (cluster 1) or dsm plan; n_passes = N / (n_split * cls_n * block_n)."""
+          threads: int = 256, gated_mode: str | None = None, instruction: str = "mma_sync") -> Plan:
+    """A smem (cluster 1) or dsm plan; n_passes = N / (n_split * cls_n * block_n). With instruction
+    "wgmma" (template fused_wgmma) block_k is 64 and threads follow block_m (wgmma_threads)."""
+    if instruction == "wgmma":
+        bk, threads = 64, wgmma_threads(bm)
     cl = cluster
     eb = ch.dtype_bytes
     bl = ch.l // cl.l
@@ -85,13 +95,15 @@ def fused(ch: Chain, cluster: ClusterShape, bm: int, bn: int, bk: int, n_split: 
     strategy = "smem" if cl.size == 1 else "dsm"
     plan = Plan(case_id=ch.case_id, chain=ch, strategy=strategy, schedule=Schedule("MNLK", "MN"),
                 cluster=cl, tiles=Tiles(bm, bn, bk, bl), grid_m=grid_m, n_split=n_split, n_passes=n_passes,
-                stages=stages, threads=threads, instruction="mma_sync", gated_mode=gmode,
+                stages=stages, threads=threads, instruction=instruction, gated_mode=gmode,
                 placement=Placement(C="smem" if cl.size == 1 else "dsm"), dsm_comm=steps, kernels=())
+    # __launch_bounds__(threads, 1): the register file split over the block's threads, at most 255
+    regs = min(255, 65536 // threads // 8 * 8)
     kern = Kernel("fused", "fused", grid_m * n_split * cl.size, cl.size, threads, 0, Tiles(bm, bn, bk, bl), stages,
-                  regs_per_thread=255)
+                  regs_per_thread=regs)
     plan = plan.with_(kernels=(kern,))
     ok, _ = can_build(plan)
-    smem = fused_layout(plan).total if ok or True else 0
+    smem = fused_smem_bytes(plan)
     return plan.with_(kernels=(kern.__class__(**{**kern.__dict__, "smem_bytes": smem}),), buildable=ok)
 
 
@@ -254,6 +266,99 @@ def representative_plans() -> dict[str, Plan]:
                                              bn1=64),
         "gemm_wgmma_silu_n64": unfused_wgmma(_chain("ts", 33, 256, 128, 128, "silu"), 64, 64, 2, split0=2),
         "gemm_wgmma_none_n256": unfused_wgmma(_chain("tn", 128, 512, 256, 512, "none"), 128, 256, 4, split0=2),
+        # fused_wgmma (TMA + wgmma fused): one N chunk per cluster, every dsm_comm form
+        "fused_wgmma_smem_inter_cluster": fused(_REP_FFN, ClusterShape(1, 1, 1, 1), 64, 128, 64, n_split=16,
+                                                stages=4, instruction="wgmma"),
+        "fused_wgmma_exchange_shuffle_reduce": fused(_REP_FFN, ClusterShape(1, 4, 2, 4), 64, 128, 64, n_split=4,
+                                                     stages=4, instruction="wgmma"),
+        "fused_wgmma_reduce_receive_aliased": fused(_chain("ta", 128, 1024, 512, 2048, "gelu"),
+                                                    ClusterShape(1, 4, 2, 4), 64, 128, 64, n_split=2, stages=2,
+                                                    instruction="wgmma"),
+        "fused_wgmma_mul_exchange": fused(_REP_GATED, ClusterShape(1, 2, 2, 4), 64, 128, 64, n_split=4, stages=4,
+                                          gated_mode="mul_exchange", instruction="wgmma"),
+        "fused_wgmma_gated_sequential": fused(_REP_GATED, ClusterShape(1, 2, 1, 2), 64, 128, 64, n_split=4,
+                                              stages=4, instruction="wgmma"),
+        "fused_wgmma_cls_m2_relu_m128": fused(_chain("tr", 256, 1024, 512, 256, "relu"), ClusterShape(2, 2, 1, 2),
+                                              128, 64, 64, n_split=8, stages=4, instruction="wgmma"),
+        "fused_wgmma_large_l_predicated_silu": fused(_chain("ts", 77, 128, 1024, 4096, "silu"),
+                                                     ClusterShape(1, 1, 1, 1), 64, 128, 64, n_split=1, stages=4,
+                                                     instruction="wgmma"),
     }
 
 
+
+
+# ---- fused_wgmma hand candidates (TMA + wgmma fused kernels) -------------------------------------
+def _consistent_clusters(max_size: int = 16) -> list[ClusterShape]:
+    """Consistent (1, cls_n, cls_k, cls_l) shapes: the fused_wgmma blocks of one cluster share nothing
+    along M, so cls_m > 1 only regroups the grid."""
+    out = []
+    for cm in (1,):
+        for cn in (1, 2, 4, 8, 16):
+            for ck in (1, 2, 4, 8, 16):
+                if cm * cn * ck > max_size:
+                    continue
+                for cl in (1, 2, 4, 8, 16):
+                    cs = ClusterShape(cm, cn, ck, cl)
+                    if cs.is_consistent():
+                        out.append(cs)
+    return out
+
+
+DSM_GBPS_PER_SM = 30.0  # H200 DSM push, per SM (reference/hopper.md): for ranking only
+L2_GBPS_PER_SM = 60.0  # an SM's share of L2 bandwidth under load: for ranking only
+
+
+def rough_fused_wgmma_us(plan: Plan, sms: int = 132) -> float:
+    """A crude latency-oriented score (us) to choose which fused_wgmma hand plans to build and time:
+    fixed start, the per-block bytes at an SM's share of L2, DSM bytes at the push bandwidth, the
+    inter-cluster reduction's round trips, wgmma time, waves. Not the planner's cost model."""
+    ch, c, t = plan.chain, plan.cluster, plan.tiles
+    nb = 2 if plan.gated_mode == "sequential" else 1
+    kslice = ch.k if plan.gated_mode == "mul_exchange" else ch.k // c.k
+    blocks = plan.kernels[0].grid_blocks
+    per_block = (kslice * (t.block_m + nb * t.block_n) + c.shuffle * t.block_n * t.block_l) * 2
+    dsm = ((c.k - 1) * nb * t.block_m * t.block_n * 4 + (c.shuffle - 1) * t.block_m * t.block_n * 2
+           + (c.reduce - 1) * t.block_m * (t.block_l // max(c.reduce, 1)) * 4)
+    waves = -(-blocks // sms)
+    flops = 2 * t.block_m * t.block_n * kslice * nb + 2 * t.block_m * c.shuffle * t.block_n * t.block_l
+    us = 4.0 + waves * (per_block / (L2_GBPS_PER_SM * 1e3) + dsm / (DSM_GBPS_PER_SM * 1e3) + flops / 5.0e6)
+    us += 0.6 * ((c.k > 1) + (c.shuffle > 1) + (c.reduce > 1))
+    if plan.n_split > 1:
+        us += 2.0 + blocks * t.block_m * (t.block_l // max(c.reduce, 1)) * 4 / 700e3
+    return max(us, ch.min_bytes / 4.3e6 + 4.0)
+
+
+def fused_wgmma_candidates(ch: Chain, per_case: int = 8, sms: int = 132) -> list[Plan]:
+    """Buildable fused_wgmma plans of a chain (one N chunk: n_split = N / (cls_n * block_n)), the
+    deepest ring that fits (at most one stage per job), ranked by rough_fused_wgmma_us, at most two
+    per cluster shape."""
+    out: list[Plan] = []
+    gmodes = ("sequential", "mul_exchange") if ch.gated else ("none",)
+    for cs in _consistent_clusters():
+        for gm in gmodes:
+            if gm == "mul_exchange" and cs.k != 2:
+                continue
+            for bm in (64, 128):
+                if bm > max(64, -(-ch.m // 64) * 64) or bm * cs.m > max(64, -(-ch.m // 64) * 64):
+                    continue
+                for bn in (64, 128, 256):
+                    if ch.n % (cs.n * bn) or ch.l % cs.l or (ch.l // cs.l) % 64:
+                        continue
+                    n_split = ch.n // (cs.n * bn)
+                    if n_split * cs.size * -(-ch.m // (cs.m * bm)) > 2 * sms:
+                        continue
+                    for stages in (6, 5, 4, 3, 2):
+                        p = fused(ch, cs, bm, bn, 64, n_split=n_split, stages=stages, gated_mode=gm,
+                                  instruction="wgmma")
+                        if p.buildable:
+                            out.append(p)
+                            break
+    out.sort(key=rough_fused_wgmma_us)
+    picked: list[Plan] = []
+    per_shape: dict[ClusterShape, int] = {}
+    for p in out:
+        if per_shape.get(p.cluster, 0) < 2:
+            per_shape[p.cluster] = per_shape.get(p.cluster, 0) + 1
+            picked.append(p)
+    return picked[:per_case]

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fusesim.codegen.handplans import fused, unfused, unfused_wgmma
+from fusesim.codegen.handplans import fused, representative_plans, unfused, unfused_wgmma
 from fusesim.gpu.oddshapes import ODD_CHAINS, _ffn
 from fusesim.plan import ClusterShape, Plan
 
@@ -51,6 +51,8 @@ def family_plans() -> dict[str, Plan]:
             ch, ClusterShape(2, 4, 2, 8), 64, 64, 64, n_split=1),
         "fused dsm (exchange + 16-block ring), cluster 16": fused(wide, ClusterShape(1, 8, 2, 16), 64, 64, 64,
                                                                   n_split=1),
+        **{f"fused_wgmma ({name[len('fused_wgmma_'):].replace('_', ' ')}), cluster {plan.cluster.size}": plan
+           for name, plan in representative_plans().items() if name.startswith("fused_wgmma")},
     }
 
 

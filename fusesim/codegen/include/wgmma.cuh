@@ -62,6 +62,11 @@ __device__ __forceinline__ uint64_t l2_policy_evict_last() {
   asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
   return p;
 }
+// Bulk L2 prefetch with an eviction policy: start the DRAM read of `bytes` (16-byte multiple) into L2.
+__device__ __forceinline__ void prefetch_l2_policy(const void* gmem, uint32_t bytes, uint64_t policy) {
+  asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;\n" ::"l"(gmem), "r"(bytes), "l"(policy)
+               : "memory");
+}
 __device__ __forceinline__ void tma_prefetch_desc(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
@@ -93,6 +98,46 @@ __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_grou
 template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// ---- cluster-scope mbarrier traffic (fused_wgmma's dsm_comm: push with completion on the receiver) ----
+// Wait for a phase whose bytes were written by peers of the cluster (st.async / bulk DSM copies).
+__device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_u32(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+// 16 bytes into a peer's SMEM (`addr`, `bar`: cluster addresses from map_peer); the bytes count on the
+// peer's mbarrier when they land.
+__device__ __forceinline__ void st_async_f32x4(uint32_t addr, float4 v, uint32_t bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n"
+               ::"r"(addr), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(bar)
+               : "memory");
+}
+// Bulk copy of `bytes` (16-byte multiple) of own SMEM into a peer's SMEM by the copy engine,
+// completion counted on the peer's mbarrier `bar` (cluster address).
+__device__ __forceinline__ void bulk_copy_to_peer(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+               ::"r"(dst), "r"(smem_u32(src)), "r"(bytes), "r"(bar)
+               : "memory");
+}
+// Ordinary SMEM stores made visible to the async proxy (wgmma operand reads, bulk copies).
+__device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// Barrier among the `threads` threads of named barrier `id` (1..15; 0 is __syncthreads).
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// Byte offset of bf16 element (row, col) in a K-major operand of `rows` rows stored as 64-column
+// chunks of [rows][128 B] with the 128-byte swizzle (the layout TMA writes and desc_kmajor reads).
+__device__ __forceinline__ uint32_t sw128_offset(int row, int col, int rows) {
+  const int x = col & 63;
+  return (uint32_t)((col >> 6) * rows * 128 + row * 128 + ((((x >> 3) ^ (row & 7)) << 4) | ((x & 7) << 1)));
 }
 
 // ---- split-K epilogue pieces ----------------------------------------------------------------------
