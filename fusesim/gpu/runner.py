@@ -15,10 +15,31 @@ from typing import Any
 from fusesim.workload import Chain
 
 REL_TOL = 1e-2
+HANG_S = 10.0  # a verification launch that has not finished after this long is a deadlocked kernel
 
 
 class KernelError(RuntimeError):
     pass
+
+
+class KernelHung(KernelError):
+    """The launch did not complete in time: the kernel is still running on the GPU, so the process
+    cannot use the device again and must exit (the driver re-runs the rest)."""
+
+
+def sync_or_hang(seconds: float = HANG_S) -> None:
+    """torch.cuda.synchronize(), but raise KernelHung after `seconds` instead of waiting forever."""
+    import time
+
+    import torch
+
+    ev = torch.cuda.Event()
+    ev.record()
+    t0 = time.monotonic()
+    while not ev.query():
+        if time.monotonic() - t0 > seconds:
+            raise KernelHung(f"launch not complete after {seconds:.0f} s")
+        time.sleep(2e-4)
 
 
 class Loaded:
@@ -124,7 +145,7 @@ def verify(kern: Loaded, ch: Chain, seed: int, launches: int = 2) -> dict[str, A
     for _ in range(launches):
         prob.tensors["E"].fill_(float("nan"))
         kern.launch(stream)
-        torch.cuda.synchronize()
+        sync_or_hang()
         out = prob.tensors["E"].float()
         finite = bool(torch.isfinite(out).all())
         err = float(torch.linalg.norm(out - prob.ref) / torch.linalg.norm(prob.ref)) if finite else float("inf")

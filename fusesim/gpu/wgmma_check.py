@@ -87,30 +87,51 @@ def _torch(ch: Chain, flush: Any, reps: int) -> dict[str, Any]:
     return measure_case(rc, flush, reps)
 
 
+def describe_any(plan: Plan) -> str:
+    return describe(plan) if plan.strategy == "unfused" else f"{plan.instruction} {plan.summary()}"
+
+
 def run(items: list[tuple[Chain, Plan, str]], reps: int, seed: int, torch_cases: bool,
         partial: Path | None = None) -> list[dict[str, Any]]:
+    """Build, verify and time every (chain, plan, kind). With `partial`, rows are written after each
+    plan and a re-run resumes after them; a plan whose launch hangs is recorded as such (the
+    process exits with code 7 so that a driver loop re-runs the rest)."""
+    import os
+
     import torch
 
     from fusesim.gpu.bench import build_all
-    from fusesim.gpu.runner import KernelError, Loaded, time_kernel, verify
+    from fusesim.gpu.runner import KernelError, KernelHung, Loaded, time_kernel, verify
     from fusesim.gpu.timing import L2Flusher
 
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = True
     flush = L2Flusher()
-    built = build_all([p for _, p, _ in items], jobs=16)
-    rows: list[dict[str, Any]] = []
-    torch_done: set[str] = set()
-    for i, ((ch, plan, kind), (so, err)) in enumerate(zip(items, built, strict=True)):
-        row: dict[str, Any] = {"case": ch.case_id, "kind": kind, "summary": f"{kind[:3]} {describe(plan)}", "build_error": err,
-                               "floor_us": ch.min_bytes / HBM_GBPS / 1e3, "plan": plan.to_dict()}
+    rows: list[dict[str, Any]] = json.loads(partial.read_text()) if partial is not None and partial.exists() else []
+    marker = partial.with_suffix(".current") if partial is not None else None
+    if marker is not None and marker.exists():  # the previous process died on this plan
+        rows.append(json.loads(marker.read_text()) | {"run_error": "hung: launch did not complete (process killed)"})
+        marker.unlink()
+    done = len(rows)
+    built = build_all([p for _, p, _ in items[done:]], jobs=16)
+    torch_done: set[str] = {r["case"] for r in rows if "pytorch" in r}
+    for i, ((ch, plan, kind), (so, err)) in enumerate(zip(items[done:], built, strict=True), start=done):
+        row: dict[str, Any] = {"case": ch.case_id, "kind": kind, "summary": f"{kind[:3]} {describe_any(plan)}",
+                               "build_error": err, "floor_us": ch.min_bytes / HBM_GBPS / 1e3, "plan": plan.to_dict()}
         if so:
+            if marker is not None:
+                marker.write_text(json.dumps(row))
             try:
                 kern = Loaded(Path(so))
                 row["verify"] = verify(kern, ch, seed=seed + i)
                 if row["verify"]["ok"] and kind != "odd":
                     row["time"] = time_kernel(kern, ch, flush, reps)
+            except KernelHung as exc:
+                print(f"{ch.case_id}: {row['summary']}: {exc}; exiting for a re-run", flush=True)
+                os._exit(7)
             except KernelError as exc:
                 row["run_error"] = str(exc)
+            if marker is not None:
+                marker.unlink()
         if torch_cases and kind != "odd" and ch.case_id not in torch_done:
             torch_done.add(ch.case_id)
             row["pytorch"] = _torch(ch, flush, reps)
@@ -149,15 +170,20 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def check_parser(doc: str, seed: int, per_case: int) -> argparse.ArgumentParser:
+    """The arguments every device check shares (this one and fusesim.gpu.fused_wgmma_check)."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("--out", required=True)
     p.add_argument("--reps", type=int, default=30)
-    p.add_argument("--seed", type=int, default=202)
-    p.add_argument("--torch", action="store_true")
-    p.add_argument("--only", default="")
-    p.add_argument("--per-case", type=int, default=99)
-    args = p.parse_args(argv)
+    p.add_argument("--seed", type=int, default=seed)
+    p.add_argument("--torch", action="store_true", help="time PyTorch eager and CUDA graphs per case too")
+    p.add_argument("--only", default="", help="comma-separated case ids")
+    p.add_argument("--per-case", type=int, default=per_case)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = check_parser(__doc__, 202, 99).parse_args(argv)
     from fusesim.gpu.env import environment
 
     only = set(args.only.split(",")) if args.only else None
