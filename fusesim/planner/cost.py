@@ -96,7 +96,7 @@ def fused_cost(ch: Chain, hw: Hardware, family: str, cm: Any, cn: Any, ck: Any, 
                bl: Any, grid_m: Any, n_split: Any, n_passes: Any, stages: Any, mode: Any,
                threads: Any = 128) -> dict[str, Any]:
     """Time of fused kernels, elementwise over numpy arrays; returns parts, total and volumes."""
-    v = fused_volumes(ch, hw, cm, cn, ck, cl, bm, bn, bl, grid_m, n_split, n_passes, mode)
+    v = fused_volumes(ch, hw, cm, cn, ck, cl, bm, bn, bl, grid_m, n_split, n_passes, mode, family)
     seq_flag = np.asarray(mode) == MODE_SEQUENTIAL
     fused_smem = fused_smem_bytes(bm, bn, bk, bl, ck, np.maximum(cl // ck, 1), stages, seq_flag)
     regs = fused_regs_per_thread(bm, bn, bl, threads, seq_flag)

@@ -58,7 +58,12 @@ import numpy as np
 
 from fusesim.hardware import Hardware
 from fusesim.plan import Placement, Plan
-from fusesim.planner.dsm_comm import inter_cluster_l2_bytes, wire_factor
+from fusesim.planner.dsm_comm import (
+    BULK_WIRE_FACTOR,
+    ST_ASYNC_WIRE_FACTOR,
+    inter_cluster_l2_bytes,
+    wire_factor,
+)
 from fusesim.planner.footprint import gemm1_sub_l
 from fusesim.workload import Chain
 
@@ -113,8 +118,9 @@ def _reread(u: float, r: Any, alloc: Any) -> Any:
 
 
 def fused_volumes(ch: Chain, hw: Hardware, cm: Any, cn: Any, ck: Any, cl: Any, bm: Any, bn: Any, bl: Any,
-                  grid_m: Any, n_split: Any, n_passes: Any, mode: Any) -> dict[str, Any]:
-    """Volumes of a fused kernel; arguments may be numpy arrays (elementwise)."""
+                  grid_m: Any, n_split: Any, n_passes: Any, mode: Any, instruction: str = "mma_sync") -> dict[str, Any]:
+    """Volumes of a fused kernel; arguments may be numpy arrays (elementwise). `instruction` picks the
+    template whose DSM access pattern sets the wire bytes (fusesim.planner.dsm_comm)."""
     e = ch.dtype_bytes
     m, k, l_ = ch.m, ch.k, ch.l
     cs = cm * cn * ck
@@ -144,8 +150,11 @@ def fused_volumes(ch: Chain, hw: Hardware, cm: Any, cn: Any, ck: Any, cl: Any, b
     sh = np.where(shuffle > 1, n_passes * (shuffle - 1) * bm * bn * e, 0)
     slice_bytes = (bl // np.maximum(reduce, 1)) * 4
     rs = np.where(reduce > 1, (reduce - 1) * bm * slice_bytes, 0)
-    dsm = blocks * (ax * wire_factor("dsm_all_exchange", bm, bn) + sh * wire_factor("dsm_shuffle", bm, bn)
-                    + rs * wire_factor("dsm_reduce_scatter", bm, bn, slice_bytes))
+    if instruction == "wgmma":  # fused_wgmma: st.async exchange, bulk-copied slices
+        dsm = blocks * (ax * ST_ASYNC_WIRE_FACTOR + (sh + rs) * BULK_WIRE_FACTOR)
+    else:
+        dsm = blocks * (ax * wire_factor("dsm_all_exchange", bm, bn) + sh * wire_factor("dsm_shuffle", bm, bn)
+                        + rs * wire_factor("dsm_reduce_scatter", bm, bn, slice_bytes))
     operand_read = a_req + b_req + d_req  # through the SMEM pipeline (the workspace read is not)
     l2_read = operand_read + icr["l2_read"]
     staged = blocks * n_passes * (bm * bn * e + bm * bl * 4) + float(m * l_ * e) * n_split
@@ -238,7 +247,7 @@ def analyze(plan: Plan, hw: Hardware) -> Volumes:
         return replace(v, **{k: getattr(v, k) + x for k, x in extra.items()})
     c, t = plan.cluster, plan.tiles
     v = fused_volumes(ch, hw, c.m, c.n, c.k, c.l, t.block_m, t.block_n, t.block_l, plan.grid_m, plan.n_split,
-                      plan.n_passes, GATED_MODES[plan.gated_mode])
+                      plan.n_passes, GATED_MODES[plan.gated_mode], plan.instruction)
     tot = {lv: float(v[lv]) for lv in _LEVELS}
     return Volumes(**tot, kernels=(dict(tot),))
 

@@ -163,10 +163,18 @@ def wire_factor(primitive: str, block_m: Any, block_n: Any, slice_bytes: Any = 0
     return 1.0 + 0 * np.asarray(block_n)
 
 
-def wire_bytes_per_round(step: DsmStep, tiles: Tiles, cluster: ClusterShape) -> float:
-    """DSM bytes one block moves per round of `step` as the generated kernel accesses DSM."""
+BULK_WIRE_FACTOR = 1.0  # fused_wgmma: bulk DSM copies of contiguous, unpadded SMEM (assumed: no overhead)
+ST_ASYNC_WIRE_FACTOR = 2.0  # fused_wgmma's 16-byte st.async of fp32 partials (assumed as the exchange's stores)
+
+
+def wire_bytes_per_round(step: DsmStep, tiles: Tiles, cluster: ClusterShape, instruction: str = "mma_sync") -> float:
+    """DSM bytes one block moves per round of `step` as the generated kernel accesses DSM
+    (`instruction` "wgmma": the fused_wgmma template's st.async exchange and bulk copies)."""
     if step.level != "dsm":
         return float(step.bytes_per_block)
+    if instruction == "wgmma":
+        factor = ST_ASYNC_WIRE_FACTOR if step.primitive == "dsm_all_exchange" else BULK_WIRE_FACTOR
+        return float(step.bytes_per_block * factor)
     slice_bytes = (tiles.block_l // max(cluster.reduce, 1)) * FP32_BYTES
     return float(step.bytes_per_block * wire_factor(step.primitive, tiles.block_m, tiles.block_n, slice_bytes))
 

@@ -32,6 +32,7 @@ from fusesim.sim.kernels import (
     WORKSPACE,
     EltwiseCohort,
     FusedCohort,
+    FusedWgmmaCohort,
     GemmCohort,
     eltwise_io,
     kernel_io,
@@ -93,8 +94,13 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
                              f"({kernel.smem_bytes} B SMEM, {kernel.threads} threads)")
         start = env.now
         if kernel.op == "fused":
-            def make(clusters, slots, k=kernel):
-                return FusedCohort(gpu, plan, k, clusters, slots, layouts)
+            # the fused_wgmma template's pipeline runs one N chunk; other wgmma plans (hypothetical
+            # ones with n_passes > 1) keep the phase model of the mma_sync kernel at wgmma's rate
+            wgmma_kernel = plan.instruction == "wgmma" and plan.n_passes == 1
+            fused_cls = FusedWgmmaCohort if wgmma_kernel else FusedCohort
+
+            def make(clusters, slots, k=kernel, cls=fused_cls):
+                return cls(gpu, plan, k, clusters, slots, layouts)
         else:
             t = kernel.tiles
             ch = plan.chain

@@ -172,6 +172,8 @@ def e_in_registers(plan: Plan) -> bool:
     block_l columns, no SMEM partials), as fusesim.capability decides for the generator."""
     if not plan.tiles.block_l or plan.strategy == "unfused":
         return False
+    if plan.instruction == "wgmma":  # fused_wgmma: each E sub-tile lives in registers
+        return True
     try:
         from fusesim.capability import e_in_regs
     except ImportError:  # pragma: no cover - capability ships with fusesim
@@ -180,8 +182,13 @@ def e_in_registers(plan: Plan) -> bool:
 
 
 def gemm1_sub_cols(plan: Plan) -> int:
-    """fused.cu.j2's SUBL: block_l when E is in registers, else gemm1_sub_l(block_l)."""
+    """fused.cu.j2's SUBL: block_l when E is in registers, else gemm1_sub_l(block_l); fused_wgmma.cu.j2's
+    SUBL: the widest wgmma n dividing block_l (capability.fused_wgmma_sub_l)."""
     block_l = plan.tiles.block_l or plan.chain.l // plan.cluster.l
+    if plan.instruction == "wgmma" and plan.strategy != "unfused":
+        from fusesim.capability import fused_wgmma_sub_l
+
+        return fused_wgmma_sub_l(block_l) or block_l
     return block_l if e_in_registers(plan) else gemm1_sub_l(block_l)
 
 
@@ -456,7 +463,7 @@ class FusedCohort(Cohort):
         access pattern's overhead, fusesim.planner.dsm_comm.wire_bytes_per_round), grouped by N chunk."""
         per = [[] for _ in range(self.n_passes)]
         for s in self.steps.get(primitive, []):
-            wire = wire_bytes_per_round(s, self.plan.tiles, self.plan.cluster)
+            wire = wire_bytes_per_round(s, self.plan.tiles, self.plan.cluster, self.plan.instruction)
             for i in range(s.times):
                 per[min(i * self.n_passes // max(s.times, 1), self.n_passes - 1)].append(wire)
         return per
@@ -585,3 +592,89 @@ class FusedCohort(Cohort):
         tickets = TICKET_BYTES * sum(c for _k, c in last)
         ev = self.mem.store(e_gran + w_gran, e_bytes + w_bytes + tickets, self.sms, self.port)
         yield from self.timed(ev, "store E, zero workspace", "store")
+
+
+class FusedWgmmaCohort(FusedCohort):
+    """A wave of clusters of the fused_wgmma kernel (fused_wgmma.cu.j2), one N chunk (n_passes 1).
+
+    One TMA pipeline over every tile of the block -- GEMM0's A/B k tiles, then GEMM1's D tiles in
+    (E sub-tile, shuffle step, k tile) order -- with `stages - 1` loads in flight, so D streams in
+    while GEMM0 and the exchange run. dsm_comm completes on the receiver's mbarrier, with no cluster
+    barrier per round: dsm_all_exchange st.async's the fp32 partials (then the block waits for its
+    peers' bytes, one DSM latency after they are sent); dsm_shuffle bulk-copies the block's act(C)
+    slice to every block of its shuffle group at once (an all-gather: the same bytes as the ring's
+    cls_shuffle - 1 steps), and GEMM1 starts on its own slice while the others travel;
+    dsm_reduce_scatter bulk-copies E slices to their owners as soon as E is complete (after a cluster
+    barrier only when its receive slots reuse the ring). The start barrier is arrived after mbarrier
+    init and waited before the first push, so it overlaps the first loads; one barrier before exit."""
+
+    def loads(self) -> Iterator[tuple[Granules, int] | object]:
+        # the mma.sync kernel's loads with its PHASE boundaries removed: one ring for every tile
+        for item in super().loads():
+            if item is not PHASE:
+                yield item
+
+    def consume(self):
+        bm, bn, bk = self.bm, self.bn, self.bk
+        cl = self.cl
+        t_start = self.env.now
+        yield self.env.timeout(params.BLOCK_PROLOGUE_CYCLES * self.hw.cycle_ns)
+        nb = len(self._b_tensors(0))
+        flops0 = 2 * bm * bn * bk * nb
+        flops1 = 2 * bm * self.d_rows * self.sub_l
+        smem0 = (bm * bk + nb * bk * bn) * self.eb
+        smem1 = self.d_rows * self.sub_l * self.eb
+        for _ in range(self.k_steps):
+            yield from self.stage_mma(flops0, smem0)
+        if self.cluster_size > 1 and self.env.now < t_start + self.barrier_ns:  # the start barrier's wait
+            yield from self.cluster_barrier_until(t_start + self.barrier_ns)
+        for nbytes in self._per_chunk("dsm_all_exchange")[0]:
+            yield from self.dsm_arrival("dsm_all_exchange", nbytes)
+        # combine: the peers' partials from SMEM, act(C) as bf16 into the block's slice
+        xbytes = (cl.k - 1) * (2 if self.mode == "sequential" else 1) * bm * bn * 4
+        yield from self.smem_rmw("act(C) to SMEM", bm * bn * self.eb + xbytes)
+        ring = sum(self._per_chunk("dsm_shuffle")[0])
+        push = self.dsm_push(ring) if ring else None
+        start = self.env.now
+        kt1 = self.d_steps_per_slice
+        for sl in range(self.sub_passes):
+            for t in range(cl.shuffle):
+                if t == 1 and sl == 0 and push is not None:  # the other slices have landed
+                    yield push
+                    yield self.env.timeout(self.dsm_latency_ns)
+                    if self.trace is not None:
+                        self.trace.span(self.sm_ids, "dsm_shuffle", "exchange", start, self.env.now)
+                for _ in range(kt1):
+                    yield from self.stage_mma(flops1, smem1)
+            if cl.reduce > 1:  # the E sub-tile goes to SMEM for the reduce-scatter
+                yield from self.smem_rmw("E partial", bm * self.sub_l * 4)
+        for s in self.steps.get("dsm_reduce_scatter", []):
+            if self._scatter_aliased():
+                yield from self.cluster_barrier("barrier (ring drained)")
+            yield from self.dsm_arrival("dsm_reduce_scatter", wire_bytes_per_round(s, self.plan.tiles, cl,
+                                                                                   self.plan.instruction))
+            yield from self.smem_rmw("reduce-scatter sum", cl.reduce * bm * max(self.bl // cl.reduce, 1) * 4)
+        yield from self._store_e()
+        yield from self.cluster_barrier("barrier (before exit)")
+
+    def _scatter_aliased(self) -> bool:
+        from fusesim.capability import fused_wgmma_layout
+
+        return fused_wgmma_layout(self.plan).receive_aliased
+
+    def dsm_arrival(self, name: str, bytes_per_block: float):
+        """A push that completes on the receiver's mbarrier: the bytes on the links, then one DSM
+        latency until the last lands (peers run in lock-step: ours land when theirs do)."""
+        if self.dsm is None or bytes_per_block <= 0:
+            return
+        start = self.env.now
+        yield self.dsm_push(bytes_per_block)
+        yield self.env.timeout(self.dsm_latency_ns)
+        if self.trace is not None:
+            self.trace.span(self.sm_ids, name, "exchange", start, self.env.now)
+
+    def cluster_barrier_until(self, t_ns: float):
+        start = self.env.now
+        yield self.env.timeout(max(t_ns - self.env.now, 0.0))
+        if self.trace is not None:
+            self.trace.span(self.sm_ids, "barrier (peers exist)", "barrier", start, self.env.now)
