@@ -11,11 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fusesim.capability import fused_layout
+from fusesim.capability import fused_layout, fused_wgmma_layout
 from fusesim.hardware import Hardware, hardware_from_dict, load_hardware
 from fusesim.plan import ClusterShape, Plan, Tiles
 from fusesim.plancheck import plan_problems
 from fusesim.planner import Infeasible, analyze, best_plan, plan_case, predict
+from fusesim.planner import footprint as fp
 from fusesim.planner import rules as R
 from fusesim.planner.dataflow import unfused_volumes
 from fusesim.planner.dsm_comm import dsm_primitives, wire_bytes_per_round
@@ -243,15 +244,21 @@ def check_capacities(plan: Plan, hw: Hardware) -> None:
     if plan.strategy != "unfused":
         c, t = plan.cluster, plan.tiles
         assert c.is_consistent() and c.size <= hw.max_cluster_size
-        bound = fused_smem_bytes(t.block_m, t.block_n, t.block_k, t.block_l, c.k, c.shuffle, plan.stages,
-                                 plan.gated_mode == "sequential")
-        # the search prunes with the separate-regions bound; the plan carries the generator's exact layout
-        assert plan.kernels[0].smem_bytes == fused_layout(plan).total and bound > 0
+        seq = plan.gated_mode == "sequential"
+        if plan.instruction == "wgmma":  # the fused_wgmma layout: footprint's formula is the generator's
+            assert plan.kernels[0].smem_bytes == fused_wgmma_layout(plan).total == fp.fused_wgmma_smem_bytes(
+                t.block_m, t.block_n, t.block_l, c.k, c.shuffle, c.reduce, plan.stages, seq)
+            assert plan.threads == fp.wgmma_threads(t.block_m) and plan.n_passes == 1
+        else:
+            bound = fused_smem_bytes(t.block_m, t.block_n, t.block_k, t.block_l, c.k, c.shuffle, plan.stages, seq)
+            # the search prunes with the separate-regions bound; the plan carries the generator's exact layout
+            assert plan.kernels[0].smem_bytes == fused_layout(plan).total and bound > 0
         assert plan.n_split * plan.n_passes * c.n * t.block_n == plan.chain.n
         assert c.l * t.block_l == plan.chain.l
         assert plan.grid_m * c.m * t.block_m >= plan.chain.m  # M predicated
         # the analyzer's DSM bytes are exactly the dsm_comm steps the simulator executes, on the wire
-        steps = sum(s.times * wire_bytes_per_round(s, t, c) for s in plan.dsm_comm if s.level == "dsm")
+        steps = sum(s.times * wire_bytes_per_round(s, t, c, plan.instruction) for s in plan.dsm_comm
+                    if s.level == "dsm")
         assert analyze(plan, hw).dsm == pytest.approx(plan.kernels[0].grid_blocks * steps)
         assert steps >= sum(s.times * s.bytes_per_block for s in plan.dsm_comm if s.level == "dsm")
     assert Plan.from_json(plan.to_json()) == plan
@@ -315,9 +322,18 @@ def test_a100_never_clusters(paper_cases: list[Chain]) -> None:
         best_plan(paper_cases[0], hw, "dsm")
 
 
-def test_smem_infeasible_reason_for_large_l() -> None:
-    hw = load_hardware(ROOT / "hw_configs/h100_sxm.yaml")
-    res = plan_case(chain(128, 16384, 4096, 4096), hw, strategies=("smem",))
+def test_smem_for_large_l_needs_e_in_registers() -> None:
+    """L = 4096: the fp32 E row block does not fit SMEM, so only the fused_wgmma kernel (E in
+    registers, one sub-tile at a time) runs it in one block; without the wgmma family it is
+    infeasible with the reason."""
+    ch = chain(128, 16384, 4096, 4096)
+    res = plan_case(ch, load_hardware(ROOT / "hw_configs/h100_sxm.yaml"), strategies=("smem",))
+    p = res.plans["smem"][0].plan
+    assert p.instruction == "wgmma" and p.tiles.block_l == 4096 and p.buildable
+    assert p.kernels[0].smem_bytes < 4 * p.tiles.block_m * p.tiles.block_l  # E never in SMEM
+    raw = read_mapping(ROOT / "hw_configs/h100_sxm.yaml")
+    raw["tensor_tflops"] = {k: v for k, v in raw["tensor_tflops"].items() if k != "wgmma"}
+    res = plan_case(ch, hardware_from_dict(raw), strategies=("smem",))
     assert "does not fit one block" in res.infeasible["smem"]
 
 

@@ -90,8 +90,53 @@ def wgmma_gemm_smem_bytes(block_m: int, block_n: int, stages: int, gated: bool) 
     return int(stages * stage + 16 * stages + 1024)
 
 
-def wgmma_threads(block_m: int) -> int:
-    """gemm_wgmma: a producer warpgroup plus one consumer warpgroup per 64 rows."""
+FUSED_WGMMA_SUB_L = (256, 192, 128, 64)  # E sub-tile widths (wgmma n) a fused_wgmma consumer holds
+FUSED_WGMMA_SMEM_LIMIT_BYTES = 232448 - 1024  # the generator's per-block budget (capability.SMEM_LIMIT_BYTES)
+
+
+def fused_wgmma_sub_l(block_l: Any) -> Any:
+    """Columns of E a fused_wgmma consumer accumulates at a time: the widest wgmma n dividing block_l
+    (0: none does)."""
+    if _scalars(block_l):
+        return next((s for s in FUSED_WGMMA_SUB_L if block_l % s == 0), 0)
+    bl = np.asarray(block_l)
+    return _int(np.select([bl % s == 0 for s in FUSED_WGMMA_SUB_L], list(FUSED_WGMMA_SUB_L), 0))
+
+
+def fused_wgmma_smem_bytes(block_m: Any, block_n: Any, block_l: Any, cls_k: Any, cls_shuffle: Any,
+                           cls_reduce: Any, stages: Any, gated_sequential: Any) -> Any:
+    """Dynamic SMEM of one fused_wgmma block (codegen template fused_wgmma, no padding, 128-byte
+    swizzle): the ring of stages x max(A block_m x 64 + B 64 x block_n (twice sequential-gated),
+    D 64 x sub_l) bf16; the shuffle group's act(C) slices (cls_shuffle x block_m x block_n bf16); one
+    region for the exchange's receive slots ((cls_k - 1) x block_m x block_n fp32, twice gated) and
+    the reduce-scatter's fp32 E partial (block_m x block_l); the reduce-scatter receive slots
+    ((cls_reduce - 1) slices of block_l / cls_reduce columns), a region of their own unless only
+    aliasing them into the drained ring and slices fits; 8-byte mbarriers; 1024 B alignment slack.
+    Equal to fusesim.capability.fused_wgmma_layout(plan).total (tests check)."""
+    nb = 1 + np.asarray(gated_sequential).astype(np.int64)
+    sub_l = np.where(fused_wgmma_sub_l(block_l) > 0, fused_wgmma_sub_l(block_l), 64)
+    reduce = np.maximum(cls_reduce, 1)
+    ring = stages * np.maximum(block_m * 128 + nb * block_n * 128, sub_l * 128)
+    c_slots = cls_shuffle * block_m * block_n * 2
+    exchange = (np.asarray(cls_k) - 1) * nb * block_m * block_n * 4
+    e_partial = np.where(reduce > 1, block_m * block_l * 4, 0)
+    e_receive = (reduce - 1) * block_m * (block_l // reduce) * 4
+    base = ring + c_slots + np.maximum(exchange, e_partial) + 8 * (2 * stages + cls_shuffle + 2) + 1024
+    aliased = (base + e_receive > FUSED_WGMMA_SMEM_LIMIT_BYTES) & (e_receive <= ring + c_slots)
+    return _int(np.where(aliased, base, base + e_receive))
+
+
+def fused_wgmma_tiles_ok(block_m: Any, block_n: Any, block_k: Any, block_l: Any,
+                         gated_sequential: Any) -> Any:
+    """Tiles the fused_wgmma template instantiates: block_m 64 | 128, block_n 64 | 128 | 256 (at most
+    128 when sequential gating keeps two accumulators), block_k 64, block_l a multiple of 64."""
+    bm, bn = np.asarray(block_m), np.asarray(block_n)
+    return ((np.isin(bm, (64, 128))) & np.isin(bn, (64, 128, 256)) & (np.asarray(block_k) == WGMMA_BLOCK_K)
+            & (np.asarray(block_l) % 64 == 0) & ~(np.asarray(gated_sequential) & (bn > 128)))
+
+
+def wgmma_threads(block_m: Any) -> Any:
+    """gemm_wgmma / fused_wgmma: a producer warpgroup plus one consumer warpgroup per 64 rows."""
     return 128 * (1 + block_m // 64)
 
 

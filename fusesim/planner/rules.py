@@ -14,13 +14,17 @@ couples them). Nothing is listed candidate by candidate.
 5. fits_capacity: no tensor is larger than the lowest tier it may occupy: with the smallest
    pipeline (2 stages) the fused block's SMEM (footprint.fused_smem_bytes) fits
    smem_per_block_bytes; its accumulators fit the registers with 128 or 256 threads; operand
-   tiles fit one TMA box (block_m, block_n, block_k <= 256).
+   tiles fit one TMA box (block_m, block_n, block_k <= 256). On a machine with the wgmma family a
+   tile also passes when the fused_wgmma kernel holds it (footprint.fused_wgmma_smem_bytes with 2
+   stages; E in registers, so a wide block_l need not fit SMEM).
 
 After the paper's rules, `executable` keeps what the fused kernel implements (plan.py semantics):
 schedules M|NLK (n_split = 1) and MN|LK (n_split > 1) only, cls_m * block_m <= padded M,
 cls_n * block_n | N, cls_k * block_k | K, cls_l * block_l = L, block_n a multiple of block_k,
-block_l / cls_reduce a multiple of 8, and a thread count whose registers fit (preferring one with a
-warp layout of 16x16 warp tiles; without one the plan is kept, and can_build decides buildability).
+block_l / cls_reduce a multiple of 8, and per instruction family (`executable_mask(s, family)`):
+mma_sync, a thread count whose registers fit (preferring one with a warp layout of 16x16 warp
+tiles; without one the plan is kept, and can_build decides buildability); wgmma, the fused_wgmma
+tiles (footprint.fused_wgmma_tiles_ok) with cls_k * 64 | K.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from fusesim.planner.footprint import (
     THREAD_CHOICES,
     fused_regs_per_thread,
     fused_smem_bytes,
+    fused_wgmma_smem_bytes,
+    fused_wgmma_tiles_ok,
     gemm1_sub_l,
     regs_fit,
     warp_layout_ok,
@@ -122,12 +128,22 @@ def capacity_ok(chain, hw, cm, cn, ck, cl, bm, bn, bk, bl):  # noqa: ANN001, ANN
     gated_seq = np.asarray(chain.gated) & (ck != 2)
     smem = fused_smem_bytes(bm, bn, bk, bl, ck, shuffle, MIN_STAGES, gated_seq)
     ok = smem <= hw.smem_per_block_bytes
-    ok = ok & (bm <= TMA_BOX_MAX) & (bn <= TMA_BOX_MAX) & (bk <= TMA_BOX_MAX)
+    box = (bm <= TMA_BOX_MAX) & (bn <= TMA_BOX_MAX) & (bk <= TMA_BOX_MAX)
     regs_ok = np.zeros(np.shape(ok), dtype=bool)
     for t in THREAD_CHOICES:
         if t <= hw.max_threads_per_block:
             regs_ok = regs_ok | regs_fit(fused_regs_per_thread(bm, bn, bl, t, gated_seq), t, hw)
-    return ok & regs_ok
+    return box & ((ok & regs_ok) | wgmma_capacity_ok(chain, hw, cn, ck, cl, bm, bn, bk, bl))
+
+
+def wgmma_capacity_ok(chain, hw, cn, ck, cl, bm, bn, bk, bl):  # noqa: ANN001, ANN201
+    """The fused_wgmma kernel holds these tiles in SMEM with 2 stages (False without the family)."""
+    if "wgmma" not in hw.tensor_tflops:
+        return np.zeros(np.broadcast(bm, bn, bk, bl, ck).shape, dtype=bool)
+    gated_seq = np.asarray(chain.gated) & (ck != 2)
+    reduce = np.maximum((cn * ck) // np.maximum(cl, 1), 1)
+    smem = fused_wgmma_smem_bytes(bm, bn, bl, ck, np.maximum(cl // ck, 1), reduce, MIN_STAGES, gated_seq)
+    return fused_wgmma_tiles_ok(bm, bn, bk, bl, gated_seq) & (smem <= hw.smem_per_block_bytes)
 
 
 def fits_capacity(s: Survivors) -> Survivors:
@@ -161,8 +177,9 @@ def threads_for(chain, hw, bm, bn, bl, gated_seq):  # noqa: ANN001, ANN201
     return np.where(first_ok, first, np.where(second_ok, second, np.where(regs128, 128, 0)))
 
 
-def executable_mask(s: Survivors) -> np.ndarray:
-    """(cluster, tiles) pairs the fused kernel template implements (before n_split)."""
+def executable_mask(s: Survivors, family: str | None = None) -> np.ndarray:
+    """(cluster, tiles) pairs a fused kernel template implements (before n_split): that of `family`,
+    or of any family of the machine (None)."""
     ch = s.space.chain
     g = s.grid()
     cm, cn, ck, cl, bm, bn, bk, bl = (g[k] for k in ("cm", "cn", "ck", "cl", "bm", "bn", "bk", "bl"))
@@ -171,7 +188,12 @@ def executable_mask(s: Survivors) -> np.ndarray:
     ok = ((cm * bm <= m16) & (ch.n % (cn * bn) == 0) & (ch.k % (ck * bk) == 0) & (cl * bl == ch.l)
           & (bn % bk == 0) & (bl % reduce == 0) & ((bl // reduce) % 8 == 0))
     gated_seq = np.asarray(ch.gated) & (ck != 2)
-    ok = ok & (threads_for(ch, s.space.hw, bm, bn, bl, gated_seq) > 0)
+    hw = s.space.hw
+    mma = ((threads_for(ch, hw, bm, bn, bl, gated_seq) > 0)
+           & (fused_smem_bytes(bm, bn, bk, bl, ck, np.maximum(cl // ck, 1), MIN_STAGES, gated_seq)
+              <= hw.smem_per_block_bytes))
+    wgmma = wgmma_capacity_ok(ch, hw, cn, ck, cl, bm, bn, bk, bl)
+    ok = ok & {"mma_sync": mma, "wgmma": wgmma, None: mma | wgmma}[family]
     base = s.pair_mask if s.pair_mask is not None else True
     return np.broadcast_to(ok & base, s.pair_mask.shape if s.pair_mask is not None else np.broadcast(ok).shape).copy()
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from fusesim.planner.footprint import (
     THREAD_CHOICES,
     fused_regs_per_thread,
     fused_smem_bytes,
+    fused_wgmma_smem_bytes,
     gemm_regs_per_thread,
     gemm_smem_bytes,
     regs_fit,
@@ -40,13 +42,14 @@ from fusesim.planner.footprint import (
     wgmma_split,
     wgmma_threads,
 )
-from fusesim.planner.rules import apply_rules, executable, threads_for
+from fusesim.planner.rules import apply_rules, executable, executable_mask, threads_for
 from fusesim.planner.space import Space, loop_schedules
 from fusesim.workload import Chain
 
 FUSED_STRATEGIES = ("smem", "dsm")
 ALL_STRATEGIES = ("unfused", "smem", "dsm")
 MAX_FUSED_STAGES = 4
+MAX_WGMMA_FUSED_STAGES = 6
 MAX_GEMM_STAGES = 6
 SCAN_LIMIT = 48  # candidates per family checked with can_build before giving up on buildability
 FAMILY_GIVE_UP = 6  # consecutive non-buildable candidates after which another family is tried
@@ -137,8 +140,10 @@ def _divisors(q: int) -> list[int]:
 
 
 def fused_candidates(chain: Chain, hw: Hardware, mask: np.ndarray, clusters: np.ndarray,
-                     tiles: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
-    """Expand the executable (cluster, tiles) pairs into concrete rows (numpy columns)."""
+                     tiles: dict[str, tuple[int, ...]], family: str = "mma_sync") -> dict[str, np.ndarray]:
+    """Expand the executable (cluster, tiles) pairs of one instruction family into concrete rows
+    (numpy columns). wgmma (template fused_wgmma): one N chunk per cluster (n_passes 1), threads
+    from block_m, stages 2..MAX_WGMMA_FUSED_STAGES as far as its SMEM layout allows."""
     ic, im, in_, ik, il = np.nonzero(mask)
     t = {d: np.asarray(tiles[d], dtype=np.int64) for d in "MNKL"}
     base = {"cm": clusters[ic, 0], "cn": clusters[ic, 1], "ck": clusters[ic, 2], "cl": clusters[ic, 3],
@@ -166,14 +171,29 @@ def fused_candidates(chain: Chain, hw: Hardware, mask: np.ndarray, clusters: np.
     if "n_split" not in rows:
         rows["n_split"] = rows["n_passes"] = np.zeros(0, dtype=np.int64)
     rows["grid_m"] = -(-chain.m // (rows["cm"] * rows["bm"]))
+    if family == "wgmma":
+        keep = (rows["n_passes"] == 1) & ~((rows["mode"] == MODE_SEQUENTIAL) & (rows["bn"] > 128))
+        rows = {k: v[keep] for k, v in rows.items()}
     shuffle = rows["cl"] // rows["ck"]
     seq_flag = rows["mode"] == MODE_SEQUENTIAL
-    rows["threads"] = threads_for(chain, hw, rows["bm"], rows["bn"], rows["bl"], seq_flag)
+    if family == "wgmma":
+        rows["threads"] = wgmma_threads(rows["bm"])
+        reduce = np.maximum(rows["cn"] * rows["ck"] // rows["cl"], 1)
+
+        def smem(st: int) -> np.ndarray:
+            return fused_wgmma_smem_bytes(rows["bm"], rows["bn"], rows["bl"], rows["ck"], shuffle, reduce, st,
+                                          seq_flag)
+        max_stages = MAX_WGMMA_FUSED_STAGES
+    else:
+        rows["threads"] = threads_for(chain, hw, rows["bm"], rows["bn"], rows["bl"], seq_flag)
+
+        def smem(st: int) -> np.ndarray:
+            return fused_smem_bytes(rows["bm"], rows["bn"], rows["bk"], rows["bl"], rows["ck"], shuffle, st, seq_flag)
+        max_stages = MAX_FUSED_STAGES
     # stages is a search dimension: a deeper ring hides more latency but costs occupancy
     per_stage = []
-    for st in range(2, MAX_FUSED_STAGES + 1):
-        fits = (fused_smem_bytes(rows["bm"], rows["bn"], rows["bk"], rows["bl"], rows["ck"], shuffle, st,
-                                 seq_flag) <= hw.smem_per_block_bytes) & (rows["threads"] > 0)
+    for st in range(2, max_stages + 1):
+        fits = (smem(st) <= hw.smem_per_block_bytes) & (rows["threads"] > 0)
         sub = {k: v[fits] for k, v in rows.items()}
         sub["stages"] = np.full(int(fits.sum()), st, dtype=np.int64)
         per_stage.append(sub)
@@ -191,9 +211,14 @@ def make_fused_plan(chain: Chain, hw: Hardware, r: dict[str, int], family: str) 
     gated_mode = MODE_NAMES[r["mode"]]
     seq = gated_mode == "sequential"
     steps = dsm_steps(cluster, tiles, r["n_passes"], r["n_split"], gated_mode, chain.dtype_bytes)
-    smem = fused_smem_bytes(tiles.block_m, tiles.block_n, tiles.block_k, tiles.block_l, cluster.k, cluster.shuffle,
-                            r["stages"], seq)
-    regs = fused_regs_per_thread(tiles.block_m, tiles.block_n, tiles.block_l, r["threads"], seq)
+    if family == "wgmma":  # fused_wgmma: E in registers, the register file split evenly over the threads
+        smem = fused_wgmma_smem_bytes(tiles.block_m, tiles.block_n, tiles.block_l, cluster.k, cluster.shuffle,
+                                      cluster.reduce, r["stages"], seq)
+        regs = min(hw.max_registers_per_thread, hw.registers_per_sm // r["threads"] // 8 * 8)
+    else:
+        smem = fused_smem_bytes(tiles.block_m, tiles.block_n, tiles.block_k, tiles.block_l, cluster.k,
+                                cluster.shuffle, r["stages"], seq)
+        regs = fused_regs_per_thread(tiles.block_m, tiles.block_n, tiles.block_l, r["threads"], seq)
     kernel = Kernel(name=f"{chain.case_id}_fused", op="fused", grid_blocks=r["grid_m"] * r["n_split"] * cluster.size,
                     cluster_size=cluster.size, threads=r["threads"], smem_bytes=int(smem), tiles=tiles,
                     stages=r["stages"], regs_per_thread=int(regs))
@@ -213,10 +238,10 @@ def _with_generator_smem(plan: Plan) -> Plan:
     registers; its stages also hold GEMM1's block_k x sub_l D tiles, which can exceed the bound), so
     occupancy in the simulator matches the kernel that runs."""
     try:
-        from fusesim.capability import fused_layout
+        from fusesim.capability import fused_smem_bytes as generator_smem_bytes
     except ImportError:
         return plan
-    exact = fused_layout(plan).total
+    exact = generator_smem_bytes(plan)
     k = plan.kernels[0]
     if exact == k.smem_bytes:
         return plan
@@ -366,55 +391,68 @@ def _fits(plan: Plan, hw: Hardware) -> bool:
     return plan.kernels[0].smem_bytes <= hw.smem_per_block_bytes
 
 
-def _pick(chain: Chain, hw: Hardware, rows: dict[str, np.ndarray], times: dict[str, np.ndarray], sel: np.ndarray,
-          top_k: int, require_buildable: bool, traffic: np.ndarray,
-          limits: Limits = TODAY) -> tuple[list[ScoredPlan], str]:
-    """Best plans among rows[sel]: per family by its own time (ties: less L2+HBM traffic), buildable
-    first (see module doc)."""
-    idx = np.nonzero(sel)[0]
-    families = _families(hw)
-    accepted: dict[int, ScoredPlan] = {}
-    fallback: dict[int, ScoredPlan] = {}
+@dataclass(frozen=True)
+class FamilyRows:
+    """One instruction family's fused candidates: rows (numpy columns), the cost model's time and
+    L2 + HBM traffic per row."""
+
+    rows: dict[str, np.ndarray]
+    time_ns: np.ndarray
+    traffic: np.ndarray
+
+
+def _pick(chain: Chain, hw: Hardware, cands: dict[str, FamilyRows], strategy: str, top_k: int,
+          require_buildable: bool, limits: Limits = TODAY) -> tuple[list[ScoredPlan], str]:
+    """Best plans of one fused strategy: per family the top_k buildable ones by its own time (ties:
+    less L2+HBM traffic), then all of them ranked together (see module doc)."""
+    accepted: dict[tuple[str, int], ScoredPlan] = {}
+    fallback: dict[tuple[str, int], ScoredPlan] = {}
     reasons: list[str] = []
-    for fi, family in enumerate(families):
-        order = idx[np.lexsort((traffic[idx], np.round(times[family][idx], 3)))]
+    last = list(cands)[-1]
+    for family, fr in cands.items():
+        rows, times, traffic = fr.rows, fr.time_ns, fr.traffic
+        cs = _cluster_sizes(rows, np.arange(len(times)))
+        idx = np.nonzero(cs == 1 if strategy == "smem" else cs > 1)[0]
+        order = idx[np.lexsort((traffic[idx], np.round(times[idx], 3)))]
+        n_fallback = 0
         for i in order[:top_k]:  # the unconstrained best, reported when nothing builds
-            i = int(i)
-            if i not in fallback and len(fallback) < top_k and not require_buildable:
-                plan = make_fused_plan(chain, hw, _row(rows, i), family)
+            key = (family, int(i))
+            if key not in fallback and n_fallback < top_k and not require_buildable:
+                plan = make_fused_plan(chain, hw, _row(rows, key[1]), family)
                 if not _fits(plan, hw):
                     continue
                 ok, why = limits.check(plan)
                 if not ok:
-                    fallback[i] = ScoredPlan(plan.with_(buildable=False, notes=(f"not buildable: {why}",)),
-                                             predict(plan, hw))
+                    n_fallback += 1
+                    fallback[key] = ScoredPlan(plan.with_(buildable=False, notes=(f"not buildable: {why}",)),
+                                               predict(plan, hw))
         # clusters the generator cannot launch are skipped before the per-plan check
         order = order[_cluster_sizes(rows, order) <= limits.max_cluster()]
-        misses = 0
+        misses = n_ok = 0
         for i in order[: max(SCAN_LIMIT, top_k * 4)]:
-            i = int(i)
-            if i in accepted:
+            key = (family, int(i))
+            if key in accepted:
                 continue
-            plan = make_fused_plan(chain, hw, _row(rows, i), family)
+            plan = make_fused_plan(chain, hw, _row(rows, key[1]), family)
             if not _fits(plan, hw):
                 continue
             ok, why = limits.check(plan)
             if ok:
                 misses = 0
-                accepted[i] = ScoredPlan(plan.with_(buildable=True), predict(plan, hw))
-                if len(accepted) >= top_k:
+                n_ok += 1
+                accepted[key] = ScoredPlan(plan.with_(buildable=True), predict(plan, hw))
+                if n_ok >= top_k:
                     break
             else:
                 misses += 1
-                if misses >= FAMILY_GIVE_UP and fi < len(families) - 1 and len(fallback) >= top_k:
-                    break  # this family does not build here: try the next one
+                if misses >= FAMILY_GIVE_UP and n_fallback >= top_k and family != last:
+                    break  # this family does not build here: the next one may
                 if not reasons:
                     reasons.append(f"{family}: {why}")
-                if i not in fallback and len(fallback) < top_k:
-                    fallback[i] = ScoredPlan(plan.with_(buildable=False, notes=(f"not buildable: {why}",)),
-                                             predict(plan, hw))
-        if len(accepted) >= top_k:
-            break
+                if key not in fallback and n_fallback < top_k:
+                    n_fallback += 1
+                    fallback[key] = ScoredPlan(plan.with_(buildable=False, notes=(f"not buildable: {why}",)),
+                                               predict(plan, hw))
     chosen = list(accepted.values())
     if not chosen and not require_buildable:
         chosen = list(fallback.values())
@@ -446,6 +484,21 @@ def _infeasible_fused(strategy: str, chain: Chain, hw: Hardware, after: list[tup
     return f"no executable {strategy} candidate survives ({survivors})"
 
 
+def _family_rows(chain: Chain, hw: Hardware, family: str, surv: Any, scheds: tuple) -> FamilyRows:
+    """One family's executable candidates, expanded and scored by the cost model."""
+    rows = fused_candidates(chain, hw, executable_mask(surv, family), surv.clusters, surv.tiles or {}, family)
+    if not any(x.spatial == "MN" for x in scheds):
+        keep = rows["n_split"] == 1
+        rows = {k: v[keep] for k, v in rows.items()}
+    r = fused_cost(chain, hw, family, rows["cm"], rows["cn"], rows["ck"], rows["cl"], rows["bm"], rows["bn"],
+                   rows["bk"], rows["bl"], rows["grid_m"], rows["n_split"], rows["n_passes"], rows["stages"],
+                   rows["mode"], threads=rows["threads"])
+    vol = r["volumes"]
+    traffic = np.asarray(vol["l2_read"] + vol["l2_write"] + vol["hbm_read"] + vol["hbm_write"], dtype=float)
+    return FamilyRows(rows, np.asarray(r["time_ns"], dtype=float) + np.zeros(len(rows["cm"])),
+                      traffic + np.zeros(len(rows["cm"])))
+
+
 def run_search(chain: Chain, hw: Hardware, strategies: tuple[str, ...], top_k: int,
                require_buildable: bool, limits: Limits = TODAY) -> PlanResult:
     t0 = time.perf_counter()
@@ -465,28 +518,16 @@ def run_search(chain: Chain, hw: Hardware, strategies: tuple[str, ...], top_k: i
     evaluated = 0
     fused_wanted = [s for s in strategies if s in FUSED_STRATEGIES]
     if fused_wanted:
-        rows = fused_candidates(chain, hw, mask, surv.clusters, surv.tiles or {})
-        if not any(x.spatial == "MN" for x in scheds):
-            keep = rows["n_split"] == 1
-            rows = {k: v[keep] for k, v in rows.items()}
-        evaluated = len(rows["cm"])
-        times = {}
-        traffic = np.zeros(evaluated)
-        for family in _families(hw):
-            r = fused_cost(chain, hw, family, rows["cm"], rows["cn"], rows["ck"], rows["cl"], rows["bm"], rows["bn"],
-                           rows["bk"], rows["bl"], rows["grid_m"], rows["n_split"], rows["n_passes"], rows["stages"],
-                           rows["mode"], threads=rows["threads"])
-            times[family] = np.asarray(r["time_ns"], dtype=float)
-            vol = r["volumes"]
-            traffic = np.asarray(vol["l2_read"] + vol["l2_write"] + vol["hbm_read"] + vol["hbm_write"], dtype=float)
-        cs = rows["cm"] * rows["cn"] * rows["ck"]
+        cands = {f: _family_rows(chain, hw, f, surv, scheds) for f in _families(hw)}
+        evaluated = sum(len(fr.time_ns) for fr in cands.values())
         for strategy in fused_wanted:
-            sel = cs == 1 if strategy == "smem" else cs > 1
-            by_strategy[strategy] = int(sel.sum())
-            if not sel.any():
+            by_strategy[strategy] = sum(
+                int(((_cluster_sizes(fr.rows, np.arange(len(fr.time_ns))) == 1) == (strategy == "smem")).sum())
+                for fr in cands.values())
+            if not by_strategy[strategy]:
                 infeasible[strategy] = _infeasible_fused(strategy, chain, hw, after)
                 continue
-            chosen, why = _pick(chain, hw, rows, times, sel, top_k, require_buildable, traffic, limits)
+            chosen, why = _pick(chain, hw, cands, strategy, top_k, require_buildable, limits)
             if chosen:
                 plans[strategy] = chosen
             else:
