@@ -35,8 +35,8 @@ def main() -> int:
     args = ap.parse_args()
     plans = [Plan.from_dict(r["plan"]) for f in args.from_bench for c in json.loads(Path(f).read_text())["cases"]
              for r in c.get("plans", []) if r.get("plan")]
-    plans += [Plan.from_dict(d) for f in args.plans_file for listed in json.loads(Path(f).read_text()).values()
-              for d in listed]
+    plans += [Plan.from_dict(d.get("plan", d)) for f in args.plans_file
+              for listed in json.loads(Path(f).read_text()).values() for d in listed]
     if args.sanitize:
         from fusesim.gpu.sanitize import family_plans
 

@@ -53,9 +53,10 @@ def select_plans(ch: Chain, hw: Any, strategies: tuple[str, ...], top_k: int, so
     why = ""
     if source.startswith("file:"):  # re-time plans listed in a JSON {case: [plan dicts]} (e.g. past winners)
         listed = json.loads(Path(source[5:]).read_text()).get(ch.case_id, [])
-        plans = [Plan.from_dict(d) for d in listed]
-        chosen = [{"plan": p, "source": "file", "planner_note": ""} for p in plans if p.strategy in strategies]
-        return chosen
+        # entries are plan dicts, or {"plan": plan dict, "source": why it is listed}
+        entries = [(Plan.from_dict(d["plan"]), d.get("source", "file")) if "plan" in d else (Plan.from_dict(d), "file")
+                   for d in listed]
+        return [{"plan": p, "source": src, "planner_note": ""} for p, src in entries if p.strategy in strategies]
     if source in ("planner", "both") and hw is not None:
         got, why = planner_plans(ch, hw, strategies, top_k)
         for s in strategies:

@@ -1,0 +1,83 @@
+"""Freeze the plans a final device run times, per paper case, into results/h200/plans_final_<wl>.json.
+
+Per case: the planner's top-K plans per strategy on the H200 config (so the validation can rank
+several plans of one case), the fastest measured plan per strategy and instruction family of an
+earlier run (`--previous`, bench JSONs), and the best fused_wgmma hand plans by
+handplans.rough_fused_wgmma_us. Each entry is {"plan": ..., "source": why it is listed}; duplicates
+are listed once (first reason wins). Runs here, no GPU:
+
+    python3 scripts/freeze_final_plans.py --hw hw_configs/h200.yaml --top-k 3 --fused-wgmma 4 \
+        --previous results/h200/final_paper_*.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from fusesim.codegen.handplans import fused_wgmma_candidates
+from fusesim.gpu.bench import select_plans
+from fusesim.hardware import load_hardware
+from fusesim.plan import Plan
+from fusesim.workload import load_workload
+
+WORKLOADS = ("gemm_chains", "gated_ffn", "conv_chains")
+
+
+def _previous_best(files: list[str]) -> dict[str, list[Plan]]:
+    """Per case, the fastest verified plan per (strategy, instruction) of earlier bench JSONs."""
+    best: dict[tuple[str, str, str], tuple[float, Plan]] = {}
+    for f in files:
+        for c in json.loads(Path(f).read_text())["cases"]:
+            for r in c.get("plans", []):
+                t = (r.get("time") or {}).get("median_us")
+                if not r.get("plan") or not (r.get("verify") or {}).get("ok") or t is None:
+                    continue
+                p = Plan.from_dict(r["plan"])
+                key = (c["case"], p.strategy, p.instruction)
+                if key not in best or t < best[key][0]:
+                    best[key] = (t, p)
+    out: dict[str, list[Plan]] = {}
+    for (case, _, _), (_, p) in sorted(best.items()):
+        out.setdefault(case, []).append(p)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--hw", default="hw_configs/h200.yaml")
+    ap.add_argument("--top-k", type=int, default=3, help="planner plans per strategy")
+    ap.add_argument("--fused-wgmma", type=int, default=4, help="fused_wgmma hand plans per case")
+    ap.add_argument("--previous", nargs="*", default=[], help="earlier bench JSONs")
+    ap.add_argument("--out-dir", default="results/h200")
+    args = ap.parse_args()
+    hw = load_hardware(args.hw)
+    previous = _previous_best(args.previous)
+    for wl in WORKLOADS:
+        frozen: dict[str, list[dict[str, Any]]] = {}
+        for ch in load_workload(f"workloads/paper_{wl}.yaml").cases:
+            planner = [e["plan"] for e in select_plans(ch, hw, ("unfused", "smem", "dsm"), args.top_k, "planner")
+                       if e["source"] == "planner"]
+            listed = [(p, f"planner {p.strategy} #{[q for q in planner if q.strategy == p.strategy].index(p) + 1}")
+                      for p in planner]
+            listed += [(p, "fastest measured earlier") for p in previous.get(ch.case_id, [])]
+            listed += [(p, "fused_wgmma hand") for p in fused_wgmma_candidates(ch, per_case=args.fused_wgmma)]
+            seen: set[str] = set()
+            rows = []
+            for p, why in listed:
+                key = p.to_json()
+                if p.buildable and key not in seen:
+                    seen.add(key)
+                    rows.append({"plan": p.to_dict(), "source": why})
+            frozen[ch.case_id] = rows
+        path = Path(args.out_dir) / f"plans_final_{wl}.json"
+        path.write_text(json.dumps(frozen, indent=1) + "\n")
+        print(f"{path}: {sum(map(len, frozen.values()))} plans, "
+              + ", ".join(f"{k} {len(v)}" for k, v in frozen.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
