@@ -163,8 +163,11 @@ def wire_factor(primitive: str, block_m: Any, block_n: Any, slice_bytes: Any = 0
     return 1.0 + 0 * np.asarray(block_n)
 
 
-BULK_WIRE_FACTOR = 1.0  # fused_wgmma: bulk DSM copies of contiguous, unpadded SMEM (assumed: no overhead)
-ST_ASYNC_WIRE_FACTOR = 2.0  # fused_wgmma's 16-byte st.async of fp32 partials (assumed as the exchange's stores)
+# fused_wgmma's DSM traffic is its payload: Nsight Compute's DSM bytes equal the payload exactly (1.000x)
+# for all 125 fused_wgmma plans with DSM traffic of results/h200/final_paper_*.json (H200, 2026-12-03):
+# exchange-only, shuffle-only and reduce-scatter-only plans alike
+BULK_WIRE_FACTOR = 1.0  # bulk DSM copies (cp.async.bulk shared::cluster) of contiguous, unpadded SMEM
+ST_ASYNC_WIRE_FACTOR = 1.0  # 16-byte st.async of fp32 partials
 
 
 def wire_bytes_per_round(step: DsmStep, tiles: Tiles, cluster: ClusterShape, instruction: str = "mma_sync") -> float:
