@@ -34,10 +34,10 @@ _NO_PROVENANCE = {"name", "description", "provenance"}
 # Optional simulator fields (default None: the simulator's built-in behaviour). A config that sets one
 # must give its provenance; one that leaves it out needs none and keeps its fingerprint.
 _OPTIONAL = {"cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_async_refill_ns",
-             "kernel_start_us", "l2_reduction_bandwidth_gbps", "graph_kernel_gap_us"}
+             "kernel_start_us", "l2_reduction_bandwidth_gbps", "graph_kernel_gap_us", "fused_wgmma_stage_ns"}
 
 
-MAX_REFILL_NS = 1000.0  # bound on cp_async_refill_ns: instruction work within one pipeline stage
+MAX_REFILL_NS = 1000.0  # bound on cp_async_refill_ns, fused_wgmma_stage_ns: instruction work within one stage
 
 
 class TensorRates(BaseModel):
@@ -88,6 +88,9 @@ class Hardware(BaseModel):
     # a 2-stage generated pipeline (cp.async.wait_group 0): time from a stage's data landing to the
     # next stage's copies being issued (barrier + the producer's address arithmetic) (None: 0)
     cp_async_refill_ns: float | None = Field(default=None, ge=0)
+    # the fused_wgmma consumer's shortest pipeline stage: full-barrier wait, wgmma issue, commit,
+    # wait_group 1, empty-barrier arrive (None: a stage takes its tensor or SMEM time only)
+    fused_wgmma_stage_ns: float | None = Field(default=None, ge=0)
     # fixed cost of every real kernel beyond an empty kernel's launch (None: 0)
     kernel_start_us: float | None = Field(default=None, ge=0)
     # throughput of the generated kernels' fp32 red.global.add into L2 (None: plain L2 bandwidth)
@@ -118,6 +121,9 @@ class Hardware(BaseModel):
         if self.cp_async_refill_ns is not None and self.cp_async_refill_ns > MAX_REFILL_NS:
             raise ValueError(f"cp_async_refill_ns: larger than {MAX_REFILL_NS} ns (a barrier and address arithmetic "
                              "inside one pipeline stage)")
+        if self.fused_wgmma_stage_ns is not None and self.fused_wgmma_stage_ns > MAX_REFILL_NS:
+            raise ValueError(f"fused_wgmma_stage_ns: larger than {MAX_REFILL_NS} ns (the instruction work of one "
+                             "pipeline stage)")
         if self.kernel_start_us is not None and self.kernel_start_us > self.launch_overhead_us:
             raise ValueError("kernel_start_us: larger than launch_overhead_us (bounded by an empty kernel's launch)")
         if self.max_threads_per_block > self.max_threads_per_sm:

@@ -365,7 +365,7 @@ def test_require_buildable_and_capability() -> None:
         for sp in plans:
             assert sp.plan.buildable and cap.can_build(sp.plan)[0]
             if sp.plan.strategy != "unfused":
-                assert sp.plan.kernels[0].smem_bytes == cap.fused_layout(sp.plan).total
+                assert sp.plan.kernels[0].smem_bytes == cap.fused_smem_bytes(sp.plan)
 
 
 def test_without_code_generator_plans_are_marked_not_removed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from math import gcd
 
+import simpy
+
 from fusesim.plan import DsmStep, Kernel, Plan
 from fusesim.planner.dsm_comm import wire_bytes_per_round
 from fusesim.sim import params
@@ -568,17 +570,24 @@ class FusedCohort(Cohort):
         return list(gran.items()), l2_bytes
 
     def _store_e(self):
-        e = self.layouts["E"]
         if not self.steps.get("inter_cluster_reduce"):
-            gran, l2_bytes = self._slices(e, self._e_slices())
+            gran, l2_bytes = self._slices(self.layouts["E"], self._e_slices())
             yield from self.timed(self.mem.store(gran, l2_bytes, self.sms, self.port), "store E", "store")
             return
-        w = self.layouts[WORKSPACE]
         # fp32 red.add of every block's slice into the workspace, then a fence and the ticket
-        gran, l2_bytes = self._slices(w, self._e_slices())
-        yield from self.timed(self.mem.atomic_add(gran, l2_bytes, self.sms, cold=True, sm_bytes_per_ns=self.port,
-                                                  fp32_red=True),
-                              "inter_cluster_reduce", "store")
+        yield from self.timed(self._red_add_e(), "inter_cluster_reduce", "store")
+        yield from self._ticket_and_convert()
+
+    def _red_add_e(self, part: int = 0, parts: int = 1) -> simpy.Event:
+        """red.add of part `part` of `parts` (equal column chunks) of every block's E slice into W."""
+        gran, l2_bytes = self._slices(self.layouts[WORKSPACE], self._e_slices())
+        n = len(gran)
+        gran = gran[part * n // parts:(part + 1) * n // parts]
+        return self.mem.atomic_add(gran, l2_bytes // parts, self.sms, cold=True, sm_bytes_per_ns=self.port,
+                                   fp32_red=True)
+
+    def _ticket_and_convert(self):
+        e, w = self.layouts["E"], self.layouts[WORKSPACE]
         yield from self.timed(self.mem.atomic_add([], TICKET_BYTES * len(self.blocks_xy), self.sms,
                                                   sm_bytes_per_ns=self.port),
                               "ticket", "store")
@@ -614,6 +623,16 @@ class FusedWgmmaCohort(FusedCohort):
             if item is not PHASE:
                 yield item
 
+    def stage_mma(self, flops_per_block: float, smem_bytes_per_block: float = 0.0):
+        """A stage as in Cohort.stage_mma, but never shorter than hw.fused_wgmma_stage_ns: with one
+        or two consumer warpgroups and small tiles the barrier handshakes and wgmma issue of a stage
+        take longer than its tensor time."""
+        start = self.env.now
+        yield from super().stage_mma(flops_per_block, smem_bytes_per_block)
+        rest = (self.hw.fused_wgmma_stage_ns or 0.0) - (self.env.now - start)
+        if rest > 0:
+            yield self.env.timeout(rest)
+
     def consume(self):
         bm, bn, bk = self.bm, self.bn, self.bk
         cl = self.cl
@@ -637,6 +656,10 @@ class FusedWgmmaCohort(FusedCohort):
         push = self.dsm_push(ring) if ring else None
         start = self.env.now
         kt1 = self.d_steps_per_slice
+        # without a reduce-scatter, inter_cluster_reduce red.adds each E sub-tile straight from the
+        # accumulators (fused_wgmma.cu.j2): the reductions overlap the following sub-tiles
+        red_inline = cl.reduce <= 1 and bool(self.steps.get("inter_cluster_reduce"))
+        reds: list[simpy.Event] = []
         for sl in range(self.sub_passes):
             for t in range(cl.shuffle):
                 if t == 1 and sl == 0 and push is not None:  # the other slices have landed
@@ -648,13 +671,19 @@ class FusedWgmmaCohort(FusedCohort):
                     yield from self.stage_mma(flops1, smem1)
             if cl.reduce > 1:  # the E sub-tile goes to SMEM for the reduce-scatter
                 yield from self.smem_rmw("E partial", bm * self.sub_l * 4)
+            elif red_inline:  # the sub-tile's red.add leaves the registers; the next sub-tile's wgmmas run
+                reds.append(self._red_add_e(sl, self.sub_passes))
         for s in self.steps.get("dsm_reduce_scatter", []):
             if self._scatter_aliased():
                 yield from self.cluster_barrier("barrier (ring drained)")
             yield from self.dsm_arrival("dsm_reduce_scatter", wire_bytes_per_round(s, self.plan.tiles, cl,
                                                                                    self.plan.instruction))
             yield from self.smem_rmw("reduce-scatter sum", cl.reduce * bm * max(self.bl // cl.reduce, 1) * 4)
-        yield from self._store_e()
+        if red_inline:
+            yield from self.timed(self.env.all_of(reds), "inter_cluster_reduce (rest)", "store")
+            yield from self._ticket_and_convert()
+        else:
+            yield from self._store_e()
         yield from self.cluster_barrier("barrier (before exit)")
 
     def _scatter_aliased(self) -> bool:
