@@ -32,7 +32,7 @@ def _previous_best(files: list[str]) -> dict[str, list[Plan]]:
     for f in files:
         for c in json.loads(Path(f).read_text())["cases"]:
             for r in c.get("plans", []):
-                t = (r.get("time") or {}).get("median_us")
+                t = (r.get("time") or {}).get("queued_median_us")
                 if not r.get("plan") or not (r.get("verify") or {}).get("ok") or t is None:
                     continue
                 p = Plan.from_dict(r["plan"])

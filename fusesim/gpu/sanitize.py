@@ -93,8 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         batch = [(name, tool, subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT), log)
                  for name, tool, cmd, log in jobs[start:start + PARALLEL]]
         rows += [_finish(name, tool, proc, log, plans[name]) for name, tool, proc, log in batch]
-    Path(args.out).write_text(json.dumps({"what": "compute-sanitizer on one kernel per template family and "
-                                                  "cluster size", "tools": list(tools), "rows": rows}, indent=1))
+        # after every batch, so that a run cut short keeps what it checked
+        Path(args.out).write_text(json.dumps({"what": "compute-sanitizer on one kernel per template family and "
+                                                      "cluster size", "tools": list(tools), "rows": rows}, indent=1))
     return 0 if rows and all(r["rc"] == 0 for r in rows) else 1
 
 
