@@ -369,8 +369,6 @@ def search_unfused(chain: Chain, hw: Hardware, top_k: int, require_buildable: bo
             ok, why = limits.check(plan)
             sp = ScoredPlan(plan.with_(buildable=ok, notes=() if ok else (f"not buildable: {why}",)), predict(plan, hw))
             (out if ok else fallback).append(sp)
-        if len(out) >= top_k:
-            break
     if not out and not fallback:
         return [], "no GEMM tile fits this machine's SMEM/registers with N, K, L divisible by 16"
     chosen = out if (out or require_buildable) else fallback
@@ -569,10 +567,10 @@ def plan_case(chain: Chain, hw: Hardware, strategies: tuple[str, ...] | list[str
     hit = _CACHE.get(key)
     if hit is None:
         base = tuple(s for s in ALL_STRATEGIES if s in strategies or "best" in strategies)
-        depth = max(top_k, RERANK_PER_STRATEGY) if "best" in strategies else top_k
+        depth = max(top_k, RERANK_SEARCH_DEPTH) if "best" in strategies else top_k
         hit = run_search(chain, hw, base, depth, require_buildable)
         if "best" in strategies:
-            merged = _by_simulation([sp for s in base for sp in hit.plans.get(s, [])[:RERANK_PER_STRATEGY]], hw)
+            merged = _by_simulation([sp for s in base for sp in _rerank_candidates(hit.plans.get(s, []))], hw)
             if merged:
                 hit.plans["best"] = merged[:top_k]
             else:
@@ -589,15 +587,30 @@ def plan_case(chain: Chain, hw: Hardware, strategies: tuple[str, ...] | list[str
     return PlanResult(hit.case_id, {k: list(v) for k, v in hit.plans.items()}, dict(hit.infeasible), hit.search)
 
 
-RERANK_PER_STRATEGY = 3  # per strategy, the cost model's top plans that "best" simulates
+RERANK_PER_STRATEGY = 3  # per strategy and instruction family, the cost model's top plans that "best" simulates
+# how deep each strategy is searched for "best": deep enough that every instruction family's top plans
+# are there even when the cost model ranks one family's plans all ahead of the other's (the unfused
+# search offers 16 tile pairs per family)
+RERANK_SEARCH_DEPTH = 20
+
+
+def _rerank_candidates(ranked: list[ScoredPlan]) -> list[ScoredPlan]:
+    """The cost model's top RERANK_PER_STRATEGY plans of each instruction family: the cost model
+    compares tiles of one family well but not mma.sync against wgmma (on the H200 it ranked every
+    mma.sync unfused plan of G8 ahead of the gemm_wgmma ones, which ran 3.9x faster:
+    results/h200/final_paper_gemm_chains.json), so the simulator decides between families."""
+    out: list[ScoredPlan] = []
+    for family in dict.fromkeys(sp.plan.instruction for sp in ranked):
+        out += [sp for sp in ranked if sp.plan.instruction == family][:RERANK_PER_STRATEGY]
+    return out
 
 
 def _by_simulation(cands: list[ScoredPlan], hw: Hardware) -> list[ScoredPlan]:
-    """Rank candidates (buildable first) by simulated time (the cost model's top plans of each strategy): the cost
-    model prunes, the simulator decides. On the H200 the cost model's pick among the planner's
-    per-strategy plans was within 3% of the measured best for 7 of 26 paper cases, the
-    simulator's for 25 of 26 (results/h200/final_paper_*.json) - the paper profiles its top 11 on
-    the GPU instead."""
+    """Rank candidates (buildable first) by simulated time (the cost model's top plans of each strategy
+    and instruction family, _rerank_candidates): the cost model prunes, the simulator decides. On the
+    H200 (results/h200/final_paper_*.json, 2026-12-02 run) the cost model's pick among the planner's
+    per-strategy plans was within 3% of the measured best for 7 of 26 paper cases, the simulator's
+    for 25 of 26; the paper profiles its top 11 on the GPU instead."""
     from fusesim.sim import simulate
 
     timed = [replace(sp, simulated_ns=simulate(sp.plan, hw).time_ns) for sp in cands]
