@@ -306,10 +306,9 @@ def fused_wgmma_problem(plan: Plan) -> str | None:
     block_m 64 | 128 (threads 128 x (1 + block_m / 64)), block_n 64 | 128 | 256 (sequential gating
     <= 128), block_k 64, block_l a multiple of 64 (E in sub-tiles of fused_wgmma_sub_l), one N chunk
     (n_passes 1), K slices of whole k tiles when cls_k > 1 (a single slice may end in a zero-filled
-    tail), no implicit im2col, SMEM within the limit."""
+    tail), SMEM within the limit. (No implicit im2col: `_common` rejects conv k1 > 1 for every wgmma
+    plan before this runs.)"""
     ch, c, t = plan.chain, plan.cluster, plan.tiles
-    if ch.conv is not None and ch.conv.k1 > 1:
-        return "wgmma family: no implicit im2col (TMA loads a plain [M, K] A), conv k1 > 1 needs mma_sync"
     if t.block_m not in WGMMA_BLOCK_M or t.block_n not in WGMMA_BLOCK_N or t.block_k != WGMMA_BLOCK_K:
         return (f"fused wgmma tiles {t.block_m}x{t.block_n}x{t.block_k} (block_m in {WGMMA_BLOCK_M}, "
                 f"block_n in {WGMMA_BLOCK_N}, block_k {WGMMA_BLOCK_K})")

@@ -172,12 +172,13 @@ def render_gemm_wgmma(plan: Plan, name: str, prefetch_max_bytes: int | None = No
 def render_fused_wgmma(plan: Plan, name: str) -> str:
     t, c = plan.tiles, plan.cluster
     sub_l = fused_wgmma_sub_l(t.block_l)
+    layout = fused_wgmma_layout(plan)
     return _env().get_template("fused_wgmma.cu.j2").render(
         **_common_vars(plan), kernel_name=f"fs_fwg_{name}",
         block_m=t.block_m, block_n=t.block_n, block_l=t.block_l, sub_l=sub_l,
         cls_m=c.m, cls_n=c.n, cls_k=c.k, cls_l=c.l, grid_m=plan.grid_m, n_split=plan.n_split,
-        stages=plan.stages, gated_mode=plan.gated_mode, smem_bytes=fused_wgmma_layout(plan).total,
-        er_alias=fused_wgmma_layout(plan).receive_aliased, mma0_asm=wgmma_asm(t.block_n), mma1_asm=wgmma_asm(sub_l),
+        stages=plan.stages, gated_mode=plan.gated_mode, smem_bytes=layout.total,
+        er_alias=layout.receive_aliased, mma0_asm=wgmma_asm(t.block_n), mma1_asm=wgmma_asm(sub_l),
     )
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from fusesim.codegen.handplans import fused, fused_wgmma_candidates
 from fusesim.gpu.oddshapes import _ffn
-from fusesim.gpu.wgmma_check import check_parser, run, summary
+from fusesim.gpu.wgmma_check import check_parser, run, summary, write_check
 from fusesim.plan import ClusterShape, Plan
 from fusesim.workload import Chain, load_workload
 
@@ -113,24 +113,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{ch.case_id:14s} {kind:4s} {plan.instruction:8s} {plan.summary()}")
         print(f"{len(items)} plans")
         return 0
-    from fusesim.gpu.env import environment
-
     rows = run(items, args.reps, args.seed, args.torch, Path(args.out + ".partial"))
-    passed = sum(1 for r in rows if r.get("verify", {}).get("ok"))
     ref = {r["case"]: r["time"]["queued_median_us"] for r in rows if r["kind"] == "ref" and "time" in r}
     best = summary([r for r in rows if r["kind"] == "fwg"])
     print("\ncase      fused_wgmma us   earlier best us   torch graphs us  plan")
     for b in best:
         print(f"{b['case']:8s} {b['us']:12.2f} {ref.get(b['case'], float('nan')):15.2f} "
               f"{b.get('torch_graph_us', float('nan')):14.2f}  {b['plan']}")
-    doc = {"what": "fused_wgmma (TMA + wgmma fused kernels) hand plans, odd shapes and each case's earlier best "
-                   "(kind ref): verification vs float32 PyTorch (rel. Frobenius < 1e-2, 2 launches) and timing "
-                   "(CUDA events, L2 flushed, queued median)",
-           "command": " ".join(["python3 -m fusesim.gpu.fused_wgmma_check", *(argv or sys.argv[1:])]),
-           "env": environment(), "passed": passed, "total": len(rows), "best": best, "rows": rows}
-    Path(args.out).write_text(json.dumps(doc, indent=1))
-    print(f"fused_wgmma check: {passed}/{len(rows)} verified")
-    return 0 if passed == len(rows) else 1
+    return write_check(args.out, "fused_wgmma (TMA + wgmma fused kernels) hand plans, odd shapes and each case's "
+                       "earlier best (kind ref): verification vs float32 PyTorch (rel. Frobenius < 1e-2, 2 launches) "
+                       "and timing (CUDA events, L2 flushed, queued median)", "fusesim.gpu.fused_wgmma_check", argv,
+                       rows, best, "fused_wgmma check")
 
 
 if __name__ == "__main__":

@@ -182,25 +182,32 @@ def check_parser(doc: str, seed: int, per_case: int) -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = check_parser(__doc__, 202, 99).parse_args(argv)
+def write_check(out: str, what: str, module: str, argv: list[str] | None, rows: list[dict[str, Any]],
+                best: list[dict[str, Any]], label: str) -> int:
+    """Write a device check's JSON (what, command, env, pass count, per-case best, rows), print the
+    verified count; 0 when every plan verified."""
     from fusesim.gpu.env import environment
 
+    passed = sum(1 for r in rows if r.get("verify", {}).get("ok"))
+    doc = {"what": what, "command": " ".join([f"python3 -m {module}", *(argv or sys.argv[1:])]),
+           "env": environment(), "passed": passed, "total": len(rows), "best": best, "rows": rows}
+    Path(out).write_text(json.dumps(doc, indent=1))
+    print(f"{label}: {passed}/{len(rows)} verified")
+    return 0 if passed == len(rows) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = check_parser(__doc__, 202, 99).parse_args(argv)
     only = set(args.only.split(",")) if args.only else None
     rows = run(all_plans(only, args.per_case), args.reps, args.seed, args.torch, Path(args.out + ".partial"))
-    passed = sum(1 for r in rows if r.get("verify", {}).get("ok"))
     best = summary(rows)
     print("\ncase      best us   floor us  x floor  torch graphs us  planner us  plan")
     for b in best:
         print(f"{b['case']:8s} {b['us']:9.2f} {b['floor_us']:9.2f} {b['x_floor']:7.2f} "
               f"{b.get('torch_graph_us', float('nan')):12.2f} {b.get('planner_us', float('nan')):11.2f}  {b['plan']}")
-    doc = {"what": "gemm_wgmma (TMA + wgmma + split-K) unfused plans: verification vs float32 PyTorch "
-                   "(rel. Frobenius < 1e-2, 2 launches) and timing (CUDA events, L2 flushed, queued median)",
-           "command": " ".join(["python3 -m fusesim.gpu.wgmma_check", *(argv or sys.argv[1:])]),
-           "env": environment(), "passed": passed, "total": len(rows), "best": best, "rows": rows}
-    Path(args.out).write_text(json.dumps(doc, indent=1))
-    print(f"wgmma check: {passed}/{len(rows)} verified")
-    return 0 if passed == len(rows) else 1
+    return write_check(args.out, "gemm_wgmma (TMA + wgmma + split-K) unfused plans: verification vs float32 "
+                       "PyTorch (rel. Frobenius < 1e-2, 2 launches) and timing (CUDA events, L2 flushed, queued "
+                       "median)", "fusesim.gpu.wgmma_check", argv, rows, best, "wgmma check")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ DSM steps are executed exactly as listed in `plan.dsm_comm` (bytes per block, ti
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cached_property
 from math import gcd
 
 import simpy
@@ -578,9 +579,13 @@ class FusedCohort(Cohort):
         yield from self.timed(self._red_add_e(), "inter_cluster_reduce", "store")
         yield from self._ticket_and_convert()
 
+    @cached_property
+    def _workspace_slices(self) -> tuple[Granules, int]:
+        return self._slices(self.layouts[WORKSPACE], self._e_slices())
+
     def _red_add_e(self, part: int = 0, parts: int = 1) -> simpy.Event:
         """red.add of part `part` of `parts` (equal column chunks) of every block's E slice into W."""
-        gran, l2_bytes = self._slices(self.layouts[WORKSPACE], self._e_slices())
+        gran, l2_bytes = self._workspace_slices
         n = len(gran)
         gran = gran[part * n // parts:(part + 1) * n // parts]
         return self.mem.atomic_add(gran, l2_bytes // parts, self.sms, cold=True, sm_bytes_per_ns=self.port,
