@@ -34,7 +34,8 @@ _NO_PROVENANCE = {"name", "description", "provenance"}
 # Optional simulator fields (default None: the simulator's built-in behaviour). A config that sets one
 # must give its provenance; one that leaves it out needs none and keeps its fingerprint.
 _OPTIONAL = {"cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_async_refill_ns",
-             "kernel_start_us", "l2_reduction_bandwidth_gbps", "graph_kernel_gap_us", "fused_wgmma_stage_ns"}
+             "kernel_start_us", "l2_reduction_bandwidth_gbps", "graph_kernel_gap_us", "fused_wgmma_stage_ns",
+             "l2_reuse_bytes", "l2_evict_first_bytes"}
 
 
 MAX_REFILL_NS = 1000.0  # bound on cp_async_refill_ns, fused_wgmma_stage_ns: instruction work within one stage
@@ -97,6 +98,12 @@ class Hardware(BaseModel):
     l2_reduction_bandwidth_gbps: PositiveFloat | None = None
     # gap between dependent kernels replayed from a CUDA graph (None: kernel_gap_us, stream order)
     graph_kernel_gap_us: float | None = Field(default=None, ge=0)
+    # how much of what was read is still in L2 when it is read again: the working set a second pass
+    # finds half resident (set conflicts, the two L2 partitions; None: l2_bytes, ideal LRU)
+    l2_reuse_bytes: PositiveInt | None = None
+    # the same for lines loaded with an L2::evict_first policy (the wgmma kernels' weights): the few
+    # such lines L2 keeps (None: they compete like any other line, by priority)
+    l2_evict_first_bytes: int | None = Field(default=None, ge=0)
     provenance: dict[str, str]
 
     @model_validator(mode="after")
@@ -118,6 +125,9 @@ class Hardware(BaseModel):
             raise ValueError("smem_per_block_bytes: larger than smem_per_sm_bytes")
         if self.l2_reduction_bandwidth_gbps is not None and self.l2_reduction_bandwidth_gbps > self.l2_bandwidth_gbps:
             raise ValueError("l2_reduction_bandwidth_gbps: larger than l2_bandwidth_gbps (reductions pass the L2)")
+        for f in ("l2_reuse_bytes", "l2_evict_first_bytes"):
+            if getattr(self, f) is not None and getattr(self, f) > self.l2_bytes:
+                raise ValueError(f"{f}: larger than l2_bytes")
         if self.cp_async_refill_ns is not None and self.cp_async_refill_ns > MAX_REFILL_NS:
             raise ValueError(f"cp_async_refill_ns: larger than {MAX_REFILL_NS} ns (a barrier and address arithmetic "
                              "inside one pipeline stage)")

@@ -86,6 +86,42 @@ def test_l2_priority_keeps_reused_tensors():
     assert miss == 600 and ("A", 0, 0) in cache and ("B", 0, 0) not in cache
 
 
+def test_l2_class_capacity_keeps_only_a_few_lines_of_a_class():
+    """A capped class (L2::evict_first lines) evicts its own LRU line once full, leaving the rest alone."""
+    cache = L2Cache(1000, priority={"B": 0, "A": 1}, class_capacity={0: 300})
+    cache.read(("A", 0, 0), 400)
+    cache.read(("B", 0, 0), 200)
+    miss, _ = cache.read(("B", 0, 1), 200)  # the class is full: its own oldest line goes
+    assert miss == 200 and ("B", 0, 0) not in cache and ("B", 0, 1) in cache and ("A", 0, 0) in cache
+    assert cache.read(("B", 0, 2), 400) == (400, 0) and ("B", 0, 2) not in cache  # larger than the class
+
+
+def test_l2_policy_follows_the_templates_cache_hints():
+    """mma.sync kernels give no hint: plain LRU once the reuse capacity is measured; the wgmma
+    kernels' evict_first weights sit in the capped lowest class, evict_last activations on top."""
+    from fusesim.codegen.handplans import representative_plans
+    from fusesim.sim.kernels import EVICT_FIRST, EVICT_LAST, l2_policy
+
+    h = hw()
+    cal = h.model_copy(update={"l2_reuse_bytes": 44 << 20, "l2_evict_first_bytes": 2 << 20})
+    plans = representative_plans()
+    mma = plans["fused_dsm_exchange_shuffle_reduce"]
+    wg = next(p for p in plans.values() if p.instruction == "wgmma" and p.strategy != "unfused")
+    assert mma.instruction == "mma_sync" and l2_policy(mma, cal) == ({}, {})
+    assert l2_policy(mma, h)[0]  # no measured reuse capacity: the analyzer's ranking stands in
+    prio, caps = l2_policy(wg, cal)
+    assert prio["B"] == prio["D"] == EVICT_FIRST and prio["A"] == EVICT_LAST and prio["E"] > EVICT_FIRST
+    assert caps == {EVICT_FIRST: 2 << 20}
+
+
+def test_code_bytes_count_as_hbm_reads_only():
+    h = hw()
+    plan = ex.dsm_ring_plan(h, cluster_size=2, bytes_per_round=1 << 12, rounds=1)
+    a, b = simulate(plan, h), simulate(plan, h, code_bytes=40_000)
+    assert b.bytes["hbm_read"] - a.bytes["hbm_read"] == 40_000
+    assert b.time_ns == a.time_ns
+
+
 def test_clusters_of_16_use_112_sms_on_h200():
     h = hw()
     plan = ex.dsm_ring_plan(h, cluster_size=16, bytes_per_round=1 << 16, rounds=1)

@@ -36,7 +36,7 @@ from fusesim.sim.kernels import (
     GemmCohort,
     eltwise_io,
     kernel_io,
-    l2_priority,
+    l2_policy,
     layouts_for,
     raster,
     split_workspaces,
@@ -130,11 +130,15 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
         gpu.trace.host_span("L2 write-back of " + "+".join(outputs), "memory", t0, env.now)
 
 
-def simulate(plan: Plan, hw: Hardware, trace: bool = False) -> SimResult:
-    """Execute `plan` on `hw`; see the module docstrings of fusesim.sim for what is modelled."""
+def simulate(plan: Plan, hw: Hardware, trace: bool = False, code_bytes: int | None = None) -> SimResult:
+    """Execute `plan` on `hw`; see the module docstrings of fusesim.sim for what is modelled.
+
+    `code_bytes`: the built kernels' instructions and parameter banks (fusesim.codegen.binary), when
+    known: after a cold L2 they are fetched from HBM once, so they count as HBM (and L2) reads. Their
+    time is not added: the fetch latency at a kernel's start is part of `hw.kernel_start_us`."""
     wall0 = time.perf_counter()
     env = simpy.Environment()
-    gpu = GPU(env, hw, trace, l2_priority(plan))
+    gpu = GPU(env, hw, trace, *l2_policy(plan, hw))
     log: list[dict[str, Any]] = []
     env.process(_launcher(env, gpu, plan, log))
     events = 0
@@ -149,6 +153,9 @@ def simulate(plan: Plan, hw: Hardware, trace: bool = False) -> SimResult:
     mem = gpu.mem
     b = dict(mem.bytes)
     b["dsm"] = int(round(gpu.dsm_bytes))
+    if code_bytes:
+        b["hbm_read"] += code_bytes
+        b["l2_read"] += code_bytes
     b = {k: int(round(v)) for k, v in b.items()}
     family = plan.instruction
     peak = hw.tensor_flops_per_ns(family, plan.chain.dtype)

@@ -64,10 +64,11 @@ def sm_port_bytes_per_ns(hw: Hardware, family: str) -> float | None:
 class GPU:
     """SMs grouped in GPCs (uneven sizes from `hw.gpc_sm_counts`), HBM + L2, and the trace."""
 
-    def __init__(self, env: simpy.Environment, hw: Hardware, trace: bool, l2_priority: dict[str, int] | None = None):
+    def __init__(self, env: simpy.Environment, hw: Hardware, trace: bool, l2_priority: dict[str, int] | None = None,
+                 l2_class_capacity: dict[int, int] | None = None):
         self.env = env
         self.hw = hw
-        self.mem = MemorySystem(env, hw, l2_priority)
+        self.mem = MemorySystem(env, hw, l2_priority, l2_class_capacity)
         self.gpc_first_sm: list[int] = []
         sm_gpc: list[int] = []
         for g, n in enumerate(hw.gpc_sm_counts):

@@ -24,6 +24,7 @@ from math import gcd
 
 import simpy
 
+from fusesim.hardware import Hardware
 from fusesim.plan import DsmStep, Kernel, Plan
 from fusesim.planner.dsm_comm import wire_bytes_per_round
 from fusesim.sim import params
@@ -162,6 +163,33 @@ def l2_priority(plan: Plan) -> dict[str, int]:
     for name in split_workspaces(plan):
         prio[name] = 25
     return prio
+
+
+# L2 classes of the wgmma templates' TMA cache hints (fused_wgmma.cu.j2, gemm_wgmma.cu.j2): weights
+# stream with L2::evict_first, activations are kept with L2::evict_last, stores and reductions carry
+# no hint.
+EVICT_FIRST, EVICT_NORMAL, EVICT_LAST = 0, 20, 40
+
+
+def l2_policy(plan: Plan, hw: Hardware) -> tuple[dict[str, int], dict[int, int]]:
+    """(eviction priority per tensor, bytes per priority class) the L2 model runs the plan with.
+
+    The wgmma kernels' hints set the classes: B, D evict_first -- of which L2 keeps only
+    `hw.l2_evict_first_bytes` (measured by calibrate's l2reuse group) -- A and the unfused
+    intermediate evict_last, the rest normal. The mma.sync kernels give no hints: where the hardware
+    file states `l2_reuse_bytes` (the measured reuse capacity) they run on plain LRU; without it the
+    idealised ranking of `l2_priority` (the analyzer's) stands in."""
+    if plan.instruction == "wgmma" and hw.l2_evict_first_bytes is not None:
+        prio = {t: EVICT_FIRST for t in ("B", "Bg", "Bu", "D")}
+        prio["A"] = EVICT_LAST
+        for t in INTERMEDIATES:
+            prio[t] = EVICT_LAST if plan.strategy == "unfused" else EVICT_NORMAL
+        for t in ("E", WORKSPACE, *split_workspaces(plan)):
+            prio[t] = EVICT_NORMAL
+        return prio, {EVICT_FIRST: hw.l2_evict_first_bytes}
+    if plan.instruction != "wgmma" and hw.l2_reuse_bytes is not None:
+        return {}, {}
+    return l2_priority(plan), {}
 
 
 def gemm1_sub_l(block_l: int) -> int:

@@ -19,7 +19,7 @@ issue it (`params.SM_GLOBAL_BYTES_PER_CYCLE`), so a lone block cannot drain the 
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -110,9 +110,13 @@ class L2Cache:
     first, then inputs by decreasing reuse), so hits follow the same capacity split.
     """
 
-    def __init__(self, capacity_bytes: int, priority: dict[str, int] | None = None):
+    def __init__(self, capacity_bytes: int, priority: dict[str, int] | None = None,
+                 class_capacity: dict[int, int] | None = None):
         self.capacity_bytes = capacity_bytes
         self.priority = dict(priority or {})
+        # priority class -> the most bytes it may hold (L2::evict_first lines: L2 keeps only a few)
+        self.class_capacity = dict(class_capacity or {})
+        self._class_bytes: dict[int, int] = defaultdict(int)
         self._classes: dict[int, OrderedDict[Key, list]] = {}  # priority -> key -> [bytes, dirty]
         self._order: list[int] = []  # priorities present, ascending (eviction order)
         self._by_name: dict[str, OrderedDict[Key, list]] = {}
@@ -150,9 +154,10 @@ class L2Cache:
                 c.move_to_end(key)
                 continue
             miss += nbytes
-            if self.used_bytes + nbytes <= cap:
+            if self.used_bytes + nbytes <= cap and not self.class_capacity:
                 c[key] = [nbytes, False]
                 self.used_bytes += nbytes
+                self._class_bytes[self.priority.get(key[0], 0)] += nbytes
             else:
                 wb += insert(c, key, nbytes, False)
         return miss, wb
@@ -195,6 +200,16 @@ class L2Cache:
         wb = 0
         mine = self.priority.get(key[0], 0)
         classes = self._classes
+        own_cap = self.class_capacity.get(mine)
+        if own_cap is not None:
+            if nbytes > own_cap:
+                return nbytes if dirty else 0  # the class keeps nothing this large: straight through
+            while self._class_bytes[mine] + nbytes > own_cap:  # the class evicts its own LRU line
+                _k, (b, d) = cls.popitem(last=False)
+                self.used_bytes -= b
+                self._class_bytes[mine] -= b
+                if d:
+                    wb += b
         while self.used_bytes + nbytes > self.capacity_bytes:
             for lowest in self._order:
                 victims = classes[lowest]
@@ -206,10 +221,12 @@ class L2Cache:
                 return wb + (nbytes if dirty else 0)
             _k, (b, d) = victims.popitem(last=False)
             self.used_bytes -= b
+            self._class_bytes[lowest] -= b
             if d:
                 wb += b
         cls[key] = [nbytes, dirty]
         self.used_bytes += nbytes
+        self._class_bytes[mine] += nbytes
         return wb
 
     def _items(self):
@@ -232,18 +249,21 @@ class L2Cache:
         for p in self._order:
             c = self._classes[p]
             for key in [k for k in c if k[0] in names]:
-                self.used_bytes -= c.pop(key)[0]
+                b = c.pop(key)[0]
+                self.used_bytes -= b
+                self._class_bytes[p] -= b
 
 
 class MemorySystem:
     """HBM and L2 bandwidth servers plus the L2 residency, with byte counters by level and direction."""
 
-    def __init__(self, env: simpy.Environment, hw: Hardware, priority: dict[str, int] | None = None):
+    def __init__(self, env: simpy.Environment, hw: Hardware, priority: dict[str, int] | None = None,
+                 class_capacity: dict[int, int] | None = None):
         self.env = env
         self.hw = hw
         self.hbm = FluidServer(env, "hbm", hw.hbm_bandwidth_gbps)
         self.l2 = FluidServer(env, "l2", hw.l2_bandwidth_gbps)
-        self.cache = L2Cache(hw.l2_bytes, priority)
+        self.cache = L2Cache(hw.l2_reuse_bytes or hw.l2_bytes, priority, class_capacity)
         self.sm_load_bytes_per_ns = params.SM_GLOBAL_BYTES_PER_CYCLE * hw.clock_mhz / 1e3
         # fp32 reductions in L2 (red.global.add): their own throughput when the hardware file states it
         red = hw.l2_reduction_bandwidth_gbps
