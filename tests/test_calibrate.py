@@ -204,9 +204,12 @@ def test_committed_calibration_converts(tmp_path: Path) -> None:
     if not raw_path.exists():
         pytest.skip("no committed calibration yet")
     raw = json.loads(raw_path.read_text())
-    hw, d = write_calibrated(raw, ROOT / "hw_configs" / "h200.yaml", tmp_path / "c.yaml", raw_path)
+    l2_path = ROOT / "results" / "h200" / "calibration_l2_run1.json"  # the later l2red / l2reuse run
+    hw, d = write_calibrated(raw, ROOT / "hw_configs" / "h200.yaml", tmp_path / "c.yaml", raw_path,
+                             [(json.loads(l2_path.read_text()), l2_path)])
     committed = load_hardware(ROOT / "hw_configs" / "h200_calibrated.yaml")
     assert hw.model_dump() == committed.model_dump()  # the committed YAML is what the tool writes
+    assert hw.l2_reuse_bytes == 44 << 20
 
 
 @pytest.mark.gpu
@@ -223,3 +226,28 @@ def test_gpu_quick_calibration(tmp_path: Path) -> None:
     raw = json.loads(raw_path.read_text())
     assert not [g for g, v in raw["groups"].items() if "error" in v]
     assert hw.hbm_bandwidth_gbps > 1000 and hw.smem_bandwidth_gbps_per_sm > 50
+
+
+def test_l2_reuse_capacity_from_nsight_bytes() -> None:
+    """l2reuse under Nsight Compute: per case 3 launches (flush, pass 1, pass 2); the capacity is the
+    working set whose pass 2 misses half, linear between sizes; evict_first kept like the rest ->
+    no l2_evict_first_bytes, a note instead."""
+    from fusesim.calibrate.derive import derive, half_miss_bytes
+
+    mib = 2**20
+    sizes = [32 * mib, 40 * mib, 48 * mib, 56 * mib]
+    miss = {"none": [0.0, 0.2, 0.8, 1.0], "tma_evict_first": [0.0, 0.25, 0.75, 1.0]}
+    cases, reads = [], []
+    for pol, fr in miss.items():
+        for b, f in zip(sizes, fr, strict=True):
+            cases.append({"policy": pol, "bytes": b})
+            reads += [256.0 * mib, float(b), f * b]
+    raw = {"groups": {}, "ncu_l2reuse": {"dram_read_bytes": reads, "group": {"reps": 1, "cases": cases, "method": "m"}}}
+    assert half_miss_bytes([(b, f) for b, f in zip(sizes, miss["none"], strict=True)]) == pytest.approx(44 * mib)
+    d = derive(raw)
+    assert d.values["l2_reuse_bytes"] == 44 * mib and "l2_evict_first_bytes" not in d.values
+    assert any("kept like unhinted" in n for n in d.notes)
+    miss["tma_evict_first"] = [0.9, 1.0, 1.0, 1.0]  # a hint L2 honours: kept only briefly
+    reads = [x for pol, fr in miss.items() for b, f in zip(sizes, fr, strict=True) for x in (256.0 * mib, float(b), f * b)]
+    raw["ncu_l2reuse"]["dram_read_bytes"] = reads
+    assert derive(raw).values["l2_evict_first_bytes"] == 0

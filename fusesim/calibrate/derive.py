@@ -190,6 +190,46 @@ def dsm_latency_by_size(lat: dict[str, Any]) -> dict[int, dict[str, float]]:
     return out
 
 
+def reuse_misses(raw: dict[str, Any]) -> dict[str, list[tuple[int, float]]]:
+    """Per load policy of the l2reuse group: (working-set bytes, fraction of pass 2 that missed L2),
+    from Nsight Compute's DRAM read bytes when the run has them (exact), else from time: pass 2
+    between an all-miss pass (pass 1 after the flush) and an all-hit pass at the L2's read rate."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    ncu = raw.get("ncu_l2reuse")
+    if isinstance(ncu, dict) and isinstance(ncu.get("dram_read_bytes"), list) and isinstance(ncu.get("group"), dict):
+        cases, b = ncu["group"].get("cases", []), ncu["dram_read_bytes"]
+        reps = int(ncu["group"].get("reps", 1))
+        if len(b) == 3 * reps * len(cases):
+            for i, c in enumerate(cases):
+                second = [x for x in b[3 * reps * i + 2:3 * reps * (i + 1):3] if isinstance(x, int | float)]
+                if second:
+                    frac = sorted(second)[len(second) // 2] / c["bytes"]
+                    out.setdefault(c["policy"], []).append((int(c["bytes"]), min(max(frac, 0.0), 1.0)))
+            return out
+    g = _group(raw, "l2reuse")
+    l2 = _group(raw, "l2")
+    hit_gbps = (l2 or {}).get("bandwidth", {}).get("ws_16mib", {}).get("gbps_median")
+    if g and _positive(hit_gbps):
+        for c in g.get("cases", []):
+            t_hit = c["bytes"] / hit_gbps / 1e3  # us
+            if c["pass1_us"] > t_hit:
+                frac = (c["pass2_us"] - t_hit) / (c["pass1_us"] - t_hit)
+                out.setdefault(c["policy"], []).append((int(c["bytes"]), min(max(frac, 0.0), 1.0)))
+    return out
+
+
+def half_miss_bytes(points: list[tuple[int, float]]) -> float | None:
+    """The working set at which pass 2 misses half (linear between the measured sizes); None when no
+    measured size reaches half."""
+    pts = sorted(points)
+    for (b0, f0), (b1, f1) in zip(pts, pts[1:], strict=False):
+        if f0 < 0.5 <= f1:
+            return b0 + (0.5 - f0) * (b1 - b0) / (f1 - f0)
+    if pts and pts[0][1] >= 0.5:
+        return 0.0
+    return None
+
+
 def derive(raw: dict[str, Any]) -> Derived:
     d = Derived()
     info = _group(raw, "info")
@@ -245,7 +285,7 @@ def derive(raw: dict[str, Any]) -> Derived:
                 d.notes.append("max_cluster_size larger than the largest inferred GPC: kept base value")
                 d.values.pop("max_cluster_size")
                 d.how.pop("max_cluster_size")
-        else:
+        elif "gpc" in raw.get("groups", {}):  # a run of other groups only says nothing about it
             d.notes.append(f"GPC layout not derived: {gpc_info.get('error', gpc_info)}")
 
     smem = _group(raw, "smem")
@@ -370,6 +410,33 @@ def derive(raw: dict[str, Any]) -> Derived:
         if _positive(g1.get("graph_back_to_back_us_median")):
             d.put("kernel_gap_us", _r(g1["graph_back_to_back_us_median"], 2),
                   "per-kernel time of back-to-back dependent empty kernels replayed from a 100-kernel CUDA graph")
+
+    misses = reuse_misses(raw)
+    if misses:
+        src = "Nsight Compute DRAM read bytes of pass 2" if raw.get("ncu_l2reuse", {}).get("dram_read_bytes") else \
+            "pass 2's time between an all-miss and an all-hit pass"
+        g = _group(raw, "l2reuse") or raw.get("ncu_l2reuse", {}).get("group", {})
+        half = {pol: half_miss_bytes(pts) for pol, pts in misses.items()}
+
+        def curve(pol: str) -> str:
+            return ", ".join(f"{b / 2**20:g} MiB {f:.0%}" for b, f in sorted(misses[pol]))
+        if half.get("none"):
+            d.put("l2_reuse_bytes", int(round(half["none"] / 2**20)) * 2**20,
+                  f"{g.get('method', 'l2reuse group')}; working set whose second read misses half ({src}), loads "
+                  f"without a cache hint (ld.global.cg; the mma.sync kernels' cp.async.cg): "
+                  f"{half['none'] / 2**20:.1f} MiB; missed by size: {curve('none')}")
+        tma = half.get("tma_evict_first")
+        if tma is not None and half.get("none") and tma < 0.5 * half["none"]:
+            d.put("l2_evict_first_bytes", int(round(tma / 2**20)) * 2**20,
+                  f"{g.get('method', 'l2reuse group')}; working set whose second read misses half ({src}), "
+                  f"cp.async.bulk loads with an L2::evict_first policy (the wgmma kernels' weights): "
+                  f"{tma / 2**20:.1f} MiB; missed by size: {curve('tma_evict_first')}")
+        elif tma is not None:
+            d.notes.append(f"l2reuse: cp.async.bulk + L2::evict_first lines are kept like unhinted ones (half missed "
+                           f"at {tma / 2**20:.1f} MiB vs {(half.get('none') or 0) / 2**20:.1f} MiB): "
+                           "l2_evict_first_bytes not written")
+        for pol in sorted(set(misses) - {"none"}):  # the unhinted curve is in l2_reuse_bytes' provenance
+            d.notes.append(f"l2reuse {pol}: pass 2 missed {curve(pol)}")
 
     ncu = raw.get("ncu", {})
     if isinstance(ncu, dict) and ncu.get("checks"):

@@ -33,8 +33,8 @@ SOURCE = CUDA_DIR / "calib.cu"
 NVCC_FLAGS = ["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v"]
 
 # Order matters only for the log; each group is independent.
-GROUPS = ("info", "clock", "occupancy", "gpc", "hbm", "l2", "smem", "dsm", "dsm_lat", "barrier",
-          "mma", "wgmma", "launch")
+GROUPS = ("info", "clock", "occupancy", "gpc", "hbm", "l2", "l2red", "l2reuse", "smem", "dsm", "dsm_lat",
+          "barrier", "mma", "wgmma", "launch")
 
 # Metrics verified on an H200 with ncu 2025.3 (shared/reference/hopper.md) and the two
 # instruction counters that check the SMEM and global-load benchmarks; if ncu rejects the full list
@@ -256,6 +256,43 @@ def run_ncu(binary: Path, work: Path, timeout_s: float = 180) -> dict[str, Any]:
     return result
 
 
+def run_ncu_reuse(binary: Path, work: Path, quick: bool, timeout_s: float = 300) -> dict[str, Any]:
+    """The `l2reuse` group under Nsight Compute without its cache control: DRAM read bytes of every
+    launch (per case and rep: the flush read, pass 1, pass 2), so derive takes pass 2's L2 hits
+    from bytes rather than from time."""
+    if shutil.which("ncu") is None:
+        return {"error": "ncu not found"}
+    work.mkdir(parents=True, exist_ok=True)
+    rep = work / "l2reuse"
+    cmd = ["ncu", "--cache-control", "none", "--clock-control", "none", "--kernel-name", "regex:k_reuse",
+           "--metrics", "dram__bytes_read.sum,gpu__time_duration.sum", "-f", "-o", str(rep),
+           str(binary), "l2reuse", *(["--quick"] if quick else [])]
+    cases_file = work / "l2reuse-cases.json"
+    cases_file.unlink(missing_ok=True)
+    t0 = time.monotonic()
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+                             env={**os.environ, "CALIB_OUT": str(cases_file), "CALIB_REUSE_REPS": "1"})
+    except subprocess.TimeoutExpired:
+        return {"error": f"ncu timed out after {timeout_s} s"}
+    result: dict[str, Any] = {"wall_s": time.monotonic() - t0,
+                              "command": " ".join(cmd[:-2 - quick] + ["calib", "l2reuse"])}
+    if out.returncode != 0:
+        return {**result, "error": f"ncu exit {out.returncode}: {out.stderr.strip()[-1500:]}"}
+    try:
+        cases = _read_result(cases_file, out.stdout)["results"]
+    except (json.JSONDecodeError, IndexError, KeyError, OSError) as exc:
+        return {**result, "error": f"l2reuse output unreadable: {exc}: {out.stdout[-800:]}"}
+    imp = _run(["ncu", "--import", str(rep) + ".ncu-rep", "--csv", "--page", "raw", "--print-units", "base"], timeout_s)
+    rows = parse_ncu_csv(imp.stdout)
+    if not rows:
+        return {**result, "error": f"no rows from ncu --import: {imp.stderr[-800:]}"}
+    result["group"] = cases  # the profiled run's own times and case list (they follow the launches)
+    result["dram_read_bytes"] = [r.get("dram__bytes_read.sum") for r in rows]
+    result["time_ns"] = [r.get("gpu__time_duration.sum") for r in rows]
+    return result
+
+
 def torch_matmul(n: int = 8192, reps: int = 10) -> dict[str, Any]:
     """The library ceiling: torch bf16 n^3 matmul on random data (cuBLAS picks the kernel)."""
     try:
@@ -310,6 +347,9 @@ def calibrate(out_json: Path, build_dir: Path, *, quick: bool = False, ncu: bool
     if ncu:
         print("[calibrate] ncu verify ...", file=log, flush=True)
         raw["ncu"] = run_ncu(binary, build_dir / "ncu")
+        if "l2reuse" in groups:
+            print("[calibrate] ncu l2reuse ...", file=log, flush=True)
+            raw["ncu_l2reuse"] = run_ncu_reuse(binary, build_dir / "ncu", quick)
     raw["environment"]["smi_after"] = _tool_output(
         ["nvidia-smi", "--query-gpu=clocks.sm,clocks.max.sm,temperature.gpu,power.draw", "--format=csv,noheader"])
     raw["wall_s"] = time.monotonic() - t0

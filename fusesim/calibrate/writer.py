@@ -97,11 +97,22 @@ def _display(p: str | Path) -> str:
 
 
 def write_calibrated(raw: dict[str, Any], base_path: str | Path, out_path: str | Path,
-                     raw_path: str | Path | None = None) -> tuple[Hardware, Derived]:
-    """Validate, then write; returns the loaded Hardware and what was derived."""
+                     raw_path: str | Path | None = None,
+                     more: list[tuple[dict[str, Any], str | Path]] | None = None) -> tuple[Hardware, Derived]:
+    """Validate, then write; returns the loaded Hardware and what was derived. `more`: further raw
+    JSONs (a later run of some groups), applied in order: a field they derive replaces the first
+    run's, with its own provenance."""
     base = read_mapping(base_path)
     raw_label = _display(raw_path) if raw_path else ""
     mapping, d = calibrated_mapping(raw, base, raw_label)
+    for extra, extra_path in more or []:
+        description = mapping["description"]
+        mapping, d2 = calibrated_mapping(extra, mapping, _display(extra_path))
+        mapping["description"] = f"{description} and {_display(extra_path)}"
+        d.values.update(d2.values)
+        d.how.update(d2.how)
+        d.notes += [f"{_display(extra_path)}: {n}" for n in d2.notes]
+        raw_label += f" + {_display(extra_path)}"
     hw = hardware_from_dict(mapping, str(out_path))  # raises InputError: nothing written
     base_label = _display(base_path)
     env = raw.get("environment", {})

@@ -20,7 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("calibrate", help="measure a GPU with microbenchmarks and write a calibrated hardware YAML")
     p.add_argument("--out", required=True, help="calibrated hardware YAML to write (e.g. hw_configs/h200_calibrated.yaml)")
     p.add_argument("--base", default="h200", help="hardware YAML whose unmeasured fields are kept (default h200)")
-    p.add_argument("--from", dest="from_json", help="convert this raw calibration JSON instead of measuring")
+    p.add_argument("--from", dest="from_json", action="append",
+                   help="convert this raw calibration JSON instead of measuring; repeat for a later run of some "
+                        "groups (its fields replace the earlier ones')")
     p.add_argument("--raw", help="where a fresh measurement's raw JSON goes (default results/<base name>/calibration.json)")
     p.add_argument("--quick", action="store_true", help="short benchmark runs (tests, smoke checks)")
     p.add_argument("--no-ncu", action="store_true", help="skip the Nsight Compute instruction-count verification")
@@ -37,11 +39,16 @@ def run(args: argparse.Namespace) -> int:
 
     base_path = resolve(args.base, "hw_configs")
     base = read_mapping(base_path)
+    more: list[tuple[dict, Path]] = []
     if args.from_json:
-        raw_path = Path(args.from_json)
-        raw = read_mapping(raw_path)
-        if not isinstance(raw.get("groups"), dict) or "environment" not in raw:
-            raise InputError(str(raw_path), "groups", "not a fusesim calibration JSON (no 'groups'/'environment')")
+        for i, name in enumerate(args.from_json):
+            one = read_mapping(Path(name))
+            if not isinstance(one.get("groups"), dict) or "environment" not in one:
+                raise InputError(str(name), "groups", "not a fusesim calibration JSON (no 'groups'/'environment')")
+            if i == 0:
+                raw_path, raw = Path(name), one
+            else:
+                more.append((one, Path(name)))
     else:
         missing = [t for t in ("nvcc", "nvidia-smi") if shutil.which(t) is None]
         if missing:
@@ -55,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
                         with_torch=not args.no_torch, argv=argv)
     from fusesim.calibrate.writer import write_calibrated
 
-    hw, d = write_calibrated(raw, base_path, args.out, _rel(raw_path))
+    hw, d = write_calibrated(raw, base_path, args.out, _rel(raw_path), [(r, _rel(p)) for r, p in more])
     if args.format == "json":
         print_json({"out": str(args.out), "raw": str(raw_path), "hw": hw.name,
                     "fields": {k: {"value": json.loads(json.dumps(v)), "base": base.get(k), "how": d.how[k]}

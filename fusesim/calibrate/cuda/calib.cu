@@ -3,7 +3,7 @@
 // One binary, one benchmark group per invocation, so that a fault in one group (a sticky CUDA
 // error, a hang killed by the runner's timeout) loses only that group:
 //     calib GROUP [--quick]        prints one JSON object on stdout
-// Groups: info clock hbm l2 smem dsm dsm_lat barrier occupancy gpc mma wgmma launch verify.
+// Groups: info clock hbm l2 l2red l2reuse smem dsm dsm_lat barrier occupancy gpc mma wgmma launch verify.
 // `verify` runs the key kernels once with small counts and prints the instruction and byte counts
 // they must execute, for the runner to compare with Nsight Compute (ptxas can merge repeated loads:
 // a bandwidth number is trusted only when the executed instruction count matches).
@@ -580,6 +580,269 @@ static void group_l2(Json& j) {
   j.num("ns_median", median(ns)).num("cycles_median", median(cyc)).nums("ns", ns).nums("cycles", cyc);
   j.str("method", "single-thread ld.global.cg pointer chase, random cycle over the 32768 lines of a 4 MiB region, one warm walk then timed steps");
   j.close_obj();
+  CK(cudaFree(buf));
+  CK(cudaFree(sink));
+}
+
+// ---------------------------------------------------------------------------------------------
+// L2 reductions: throughput of red.global.add.f32 (scalar, v2, v4) from all SMs into a workspace
+// resident in L2, with P partial sums per address (the inter_cluster_reduce / split-K pattern:
+// n_split contributions to every workspace element). Two warp access patterns:
+//   rows: a warp's 32 lanes cover 32 x V consecutive floats (the staged stores of fused.cu.j2 and the
+//         reduce-scatter slices of fused_wgmma.cu.j2);
+//   frag: the wgmma / mma.sync accumulator layout -- lane l adds V floats at row l/4, column 2*(l%4),
+//         so one instruction covers 8 rows x 32 bytes (fused_wgmma.cu.j2 and gemm_wgmma.cu.j2's
+//         red_add_f32x2 straight from the accumulators).
+constexpr int kRedThreads = 256;
+constexpr int kRedPitch = 2048;  // floats per workspace row in the frag pattern (an E row of L = 2048)
+
+template <int V>
+__device__ __forceinline__ void red_vec(float* g, float x) {
+  if constexpr (V == 1) asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(g), "f"(x) : "memory");
+  else if constexpr (V == 2) asm volatile("red.global.add.v2.f32 [%0], {%1, %1};\n" ::"l"(g), "f"(x) : "memory");
+  else asm volatile("red.global.add.v4.f32 [%0], {%1, %1, %1, %1};\n" ::"l"(g), "f"(x) : "memory");
+}
+
+template <int V, bool FRAG>
+__global__ void __launch_bounds__(512) k_l2_red(float* ws, uint32_t ws_floats, int iters, float x) {
+  const uint32_t lane = threadIdx.x & 31;
+  const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const uint32_t warps = gridDim.x * blockDim.x / 32;
+  for (int it = 0; it < iters; ++it) {
+    const uint32_t w = warp + (uint32_t)it * warps;  // this warp's instruction number in the grid
+    uint32_t off;
+    if constexpr (FRAG) {
+      // warp instruction w covers rows 8*(w / (pitch/8)) .. +8, columns 8*(w % (pitch/8)) .. +8 (V=2)
+      const uint32_t per_row = kRedPitch / (4 * V);
+      const uint32_t r = 8 * (w / per_row) + lane / 4, c = (w % per_row) * 4 * V + (lane % 4) * V;
+      off = (r * kRedPitch + c) & (ws_floats - 1);
+    } else {
+      off = ((w * 32 + lane) * V) & (ws_floats - 1);
+    }
+    red_vec<V>(ws + off, x);
+  }
+}
+
+template <int V, bool FRAG>
+static void red_case(Json& j, const char* name, float* ws, size_t ws_bytes, int grid, int reps, double partials,
+                     int threads = kRedThreads) {
+  const uint32_t ws_floats = (uint32_t)(ws_bytes / 4);
+  const double total_bytes = ws_bytes * partials;
+  const int iters = (int)(total_bytes / (4.0 * V * grid * threads));
+  const double bytes = 4.0 * V * grid * threads * iters;
+  auto ms = time_reps(reps, [&] { k_l2_red<V, FRAG><<<grid, threads>>>(ws, ws_floats, iters, 1.0f); });
+  std::vector<double> g;
+  for (double m : ms) g.push_back(bytes / (m * 1e-3) / 1e9);
+  j.obj(name).num("vector", V).str("pattern", FRAG ? "frag" : "rows").num("workspace_bytes", (double)ws_bytes);
+  j.num("grid", grid).num("threads", threads);
+  j.num("partials_per_address", bytes / ws_bytes).num("bytes", bytes).num("gbps_median", median(g)).nums("gbps", g);
+  j.close_obj();
+}
+
+// Cold workspace: the inter_cluster_reduce workspace is not in L2 when a timed launch starts (the
+// flush evicted it), so the first red.add to a line waits for its fetch from HBM. Per case: flush
+// (read 256 MiB), then one timed launch adding P partials to every element of a W-byte workspace, one
+// 256-thread block per SM (the generated kernels' shape).
+template <int V, bool FRAG>
+static void red_cold_case(Json& j, const char* name, float* ws, size_t ws_bytes, int grid, int reps, int partials,
+                          const uint4* flush, size_t flush_bytes, uint32_t* sink) {
+  const uint32_t ws_floats = (uint32_t)(ws_bytes / 4);
+  const int iters = (int)((double)ws_bytes * partials / (4.0 * V * grid * kRedThreads));
+  const double bytes = 4.0 * V * grid * kRedThreads * iters;
+  Timer t;
+  std::vector<double> g;
+  for (int r = 0; r < reps + 1; ++r) {
+    k_read<<<sm_count() * 2, 1024>>>(flush, flush_bytes / 16, sink);
+    t.start();
+    k_l2_red<V, FRAG><<<grid, kRedThreads>>>(ws, ws_floats, iters, 1.0f);
+    const double ms = t.stop_ms();
+    if (r) g.push_back(bytes / (ms * 1e-3) / 1e9);  // the first run loads the module
+  }
+  j.obj(name).num("vector", V).str("pattern", FRAG ? "frag" : "rows").num("workspace_bytes", (double)ws_bytes);
+  j.num("grid", grid).num("threads", kRedThreads).num("partials_per_address", bytes / ws_bytes);
+  j.num("bytes", bytes).num("gbps_median", median(g)).nums("gbps", g).close_obj();
+}
+
+static void group_l2red(Json& j) {
+  int sms = sm_count();
+  int reps = g_quick ? 3 : 7;
+  int grid = sms * 8;
+  const size_t max_bytes = (size_t)16 << 20;
+  float* ws;
+  CK(cudaMalloc(&ws, max_bytes));
+  CK(cudaMemset(ws, 0, max_bytes));
+  j.num("grid", grid).num("threads", kRedThreads).num("reps", reps);
+  j.obj("cases");
+  char name[64];
+  const double total_bytes = g_quick ? (double)(64 << 20) : (double)(256 << 20);  // per case
+  for (size_t wsb : {(size_t)1 << 20, (size_t)4 << 20, (size_t)16 << 20}) {
+    {
+      const double p = total_bytes / wsb;
+      snprintf(name, sizeof name, "v1_rows_%zumib", wsb >> 20);
+      red_case<1, false>(j, name, ws, wsb, grid, reps, p);
+      snprintf(name, sizeof name, "v2_rows_%zumib", wsb >> 20);
+      red_case<2, false>(j, name, ws, wsb, grid, reps, p);
+      snprintf(name, sizeof name, "v4_rows_%zumib", wsb >> 20);
+      red_case<4, false>(j, name, ws, wsb, grid, reps, p);
+      snprintf(name, sizeof name, "v2_frag_%zumib", wsb >> 20);
+      red_case<2, true>(j, name, ws, wsb, grid, reps, p);
+      snprintf(name, sizeof name, "v4_frag_%zumib", wsb >> 20);
+      red_case<4, true>(j, name, ws, wsb, grid, reps, p);
+    }
+  }
+  j.close_obj();
+  {
+    const size_t flush_bytes = (size_t)256 << 20;
+    uint4* flush;
+    uint32_t* sink;
+    CK(cudaMalloc(&flush, flush_bytes));
+    CK(cudaMalloc(&sink, 16));
+    CK(cudaMemset(flush, 0x11, flush_bytes));
+    j.obj("cold");
+    for (size_t wsb : {(size_t)4 << 20, (size_t)16 << 20}) {
+      for (int p : {1, 4, 16}) {
+        snprintf(name, sizeof name, "v2_frag_%zumib_p%d", wsb >> 20, p);
+        red_cold_case<2, true>(j, name, ws, wsb, sms, reps, p, flush, flush_bytes, sink);
+        snprintf(name, sizeof name, "v4_rows_%zumib_p%d", wsb >> 20, p);
+        red_cold_case<4, false>(j, name, ws, wsb, sms, reps, p, flush, flush_bytes, sink);
+      }
+    }
+    j.close_obj();
+    CK(cudaFree(flush));
+    CK(cudaFree(sink));
+  }
+  // Per-SM limit: one block per SM on 16..132 SMs with 128..512 threads (the generated kernels'
+  // shapes), 4 MiB workspace, 16 MiB added per SM used.
+  j.obj("per_sm");
+  for (int g : {16, 33, 66, 132}) {
+    for (int th : {128, 256, 512}) {
+      if (g_quick && (g != 132 || th != 256)) continue;
+      const double p = 16.0 * g / 4.0;
+      snprintf(name, sizeof name, "v2_frag_g%d_t%d", g, th);
+      red_case<2, true>(j, name, ws, (size_t)4 << 20, g, reps, p, th);
+      snprintf(name, sizeof name, "v4_rows_g%d_t%d", g, th);
+      red_case<4, false>(j, name, ws, (size_t)4 << 20, g, reps, p, th);
+      snprintf(name, sizeof name, "v4_frag_g%d_t%d", g, th);
+      red_case<4, true>(j, name, ws, (size_t)4 << 20, g, reps, p, th);
+    }
+  }
+  j.close_obj();
+  j.str("method", "red.global.add{,.v2,.v4}.f32 by 8 x 256 threads per SM into an L2-resident workspace (1, 4, 16 MiB), 256 MiB added per case (P = 256, 64, 16 partial sums per address); bytes added over CUDA-event time, median of reps after a warm-up run");
+  CK(cudaFree(ws));
+}
+
+// ---------------------------------------------------------------------------------------------
+// L2 reuse capacity: how much of a working set read once is still in L2 when it is read again, per
+// L2 eviction policy of the loads (the generated wgmma kernels stream weights with evict_first and
+// keep activations with evict_last; mma.sync kernels use no hint). Per size: flush L2 (read a
+// 256 MiB buffer), pass 1 reads the set, pass 2 reads it again. The hit fraction of pass 2 comes
+// from its time between pass 1 (all misses) and an all-hit pass of the same bytes; run under Nsight
+// Compute (`--cache-control none`), k_reuse's DRAM read bytes give it exactly.
+__device__ __forceinline__ uint4 ld_policy_v4(const uint4* p, uint64_t pol) {
+  uint4 v;
+  asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(pol));
+  return v;
+}
+
+__global__ void __launch_bounds__(1024) k_reuse(const uint4* __restrict__ buf, size_t n, int policy, uint32_t* sink) {
+  uint64_t pol = 0;
+  if (policy == 1) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+  if (policy == 2) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(pol));
+  if (policy == 3) asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(pol));
+  uint32_t acc = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    uint4 v = policy ? ld_policy_v4(buf + i, pol) : ld_cg_v4(buf + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9e3779b9u) sink[0] = acc;
+}
+
+// The same through the TMA engine: one thread per block moves 32 KiB chunks with cp.async.bulk into
+// SMEM (policy 4: L2::evict_first cache hint, 5: no hint), as the wgmma kernels load their weights.
+constexpr uint32_t kBulkChunk = 32 * 1024;
+
+__global__ void __launch_bounds__(128) k_reuse_bulk(const char* __restrict__ buf, size_t bytes, int policy,
+                                                    uint32_t* sink) {
+  extern __shared__ __align__(128) unsigned char chunk[];
+  __shared__ __align__(8) uint64_t mbar;
+  const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&mbar);
+  const uint32_t dst = (uint32_t)__cvta_generic_to_shared(chunk);
+  uint64_t pol = 0;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar));
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::);
+  }
+  __syncthreads();
+  uint32_t phase = 0;
+  for (size_t off = (size_t)blockIdx.x * kBulkChunk; off < bytes; off += (size_t)gridDim.x * kBulkChunk) {
+    if (threadIdx.x == 0) {
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(kBulkChunk));
+      if (policy == 4)
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n"
+                     ::"r"(dst), "l"(buf + off), "r"(kBulkChunk), "r"(bar), "l"(pol) : "memory");
+      else
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                     ::"r"(dst), "l"(buf + off), "r"(kBulkChunk), "r"(bar) : "memory");
+    }
+    uint32_t done = 0;
+    while (!done)
+      asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                   : "=r"(done) : "r"(bar), "r"(phase) : "memory");
+    phase ^= 1;
+    __syncthreads();
+  }
+  if (threadIdx.x == 0 && chunk[0] == 0xA5 && chunk[1] == 0x5A) sink[0] = chunk[2];
+}
+
+static void group_l2reuse(Json& j) {
+  int sms = sm_count();
+  int grid = sms * 2;
+  int reps = g_quick ? 2 : 3;
+  if (const char* r = getenv("CALIB_REUSE_REPS")) reps = atoi(r) > 0 ? atoi(r) : reps;  // 1 under ncu
+  const size_t flush_bytes = (size_t)256 << 20, max_bytes = (size_t)96 << 20;
+  uint4 *flush, *buf;
+  uint32_t* sink;
+  CK(cudaMalloc(&flush, flush_bytes));
+  CK(cudaMalloc(&buf, max_bytes));
+  CK(cudaMalloc(&sink, 16));
+  CK(cudaMemset(flush, 0x11, flush_bytes));
+  CK(cudaMemset(buf, 0x22, max_bytes));
+  CK(cudaDeviceSynchronize());
+  Timer t;
+  const char* names[] = {"none", "evict_first", "evict_last", "evict_normal", "tma_evict_first", "tma_none"};
+  CK(cudaFuncSetAttribute(k_reuse_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kBulkChunk));
+  auto pass = [&](int policy, size_t nbytes) {
+    if (policy < 4) k_reuse<<<grid, 1024>>>(buf, nbytes / 16, policy, sink);
+    else k_reuse_bulk<<<sms * 4, 128, kBulkChunk>>>(reinterpret_cast<const char*>(buf), nbytes, policy, sink);
+  };
+  j.num("grid", grid).num("threads", 1024).num("reps", reps);
+  j.arr("cases");
+  std::vector<int> kibs = {512, 1024, 2048, 4096, 6144, 8192, 16384, 24576, 28672, 32768, 36864, 40960, 45056,
+                           49152, 53248, 57344, 61440, 65536, 73728, 81920, 98304};
+  for (int policy = 0; policy < 6; ++policy) {
+    for (int kib : kibs) {
+      if (g_quick && kib % 16384) continue;
+      const size_t nbytes = (size_t)kib << 10;
+      std::vector<double> t1, t2;
+      for (int r = 0; r < reps; ++r) {
+        k_reuse<<<grid, 1024>>>(flush, flush_bytes / 16, 0, sink);
+        t.start();
+        pass(policy, nbytes);
+        t1.push_back(t.stop_ms() * 1e3);
+        t.start();
+        pass(policy, nbytes);
+        t2.push_back(t.stop_ms() * 1e3);
+      }
+      j.obj().str("policy", names[policy]).num("bytes", (double)kib * 1024);
+      j.num("pass1_us", median(t1)).num("pass2_us", median(t2)).nums("pass1_us_all", t1).nums("pass2_us_all", t2);
+      j.close_obj();
+    }
+  }
+  j.close_arr();
+  j.str("method", "per size and policy: read a 256 MiB flush buffer, then the set twice (ld.global v4, 2 x 1024 threads per SM, grid-stride); CUDA-event time of each pass, median of reps");
+  CK(cudaFree(flush));
   CK(cudaFree(buf));
   CK(cudaFree(sink));
 }
@@ -1318,6 +1581,8 @@ int main(int argc, char** argv) {
   else if (g == "clock") group_clock(j);
   else if (g == "hbm") group_hbm(j);
   else if (g == "l2") group_l2(j);
+  else if (g == "l2red") group_l2red(j);
+  else if (g == "l2reuse") group_l2reuse(j);
   else if (g == "smem") group_smem(j);
   else if (g == "dsm") group_dsm(j);
   else if (g == "dsm_lat") group_dsm_lat(j);
