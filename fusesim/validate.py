@@ -65,7 +65,7 @@ def join(measured: str | Path | list[str], hw: Hardware, split: str | None = Non
     rows = []
     for m in kernels:
         plan = Plan.from_dict(m.plan_dict)  # type: ignore[arg-type]
-        sim = simulate(plan, hw)
+        sim = simulate(plan, hw, code_bytes=m.code_bytes)
         got = {name: float(getattr(m, attr)) for name, (attr, _) in COUNTERS.items() if getattr(m, attr)}
         predicted = {name: float(sum(sim.bytes.get(k, 0) for k in keys)) for name, (_, keys) in COUNTERS.items()}
         rows.append(Row(plan.case_id, m.plan or plan.summary(), m.time_us, sim.time_ns / 1e3, got, predicted,

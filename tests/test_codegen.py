@@ -166,12 +166,21 @@ def test_every_template_family_compiles_for_sm90a(tmp_path, monkeypatch):
         name, plan = item
         return name, build(generate(plan), mode="cubin")
 
+    from fusesim.codegen.binary import FATBIN_MAGIC, code_bytes
+
     with ThreadPoolExecutor(max_workers=2) as ex:
         for name, art in ex.map(one, plans.items()):
             assert art.exists() and art.stat().st_size > 0, name
+            got = code_bytes(art)  # the kernel's instructions and parameter bank, read from the cubin
+            assert got is not None and got["text_bytes"] > 4096 and got["const_bytes"] > 0, name
     # a second build is a cache hit (same path, no recompile)
     name, plan = next(iter(plans.items()))
-    assert build(generate(plan), mode="cubin") == one((name, plan))[1]
+    art = build(generate(plan), mode="cubin")
+    assert art == one((name, plan))[1]
+    # inside a .so the cubin follows the fatbin header: the same bytes are found
+    blob = tmp_path / "fake.so"
+    blob.write_bytes(b"\x7fELF host object" + b"\0" * 64 + FATBIN_MAGIC + b"\0" * 60 + art.read_bytes())
+    assert code_bytes(blob) == code_bytes(art)
 
 
 def test_planner_picks_a_buildable_wgmma_unfused_plan_with_split_k():

@@ -100,3 +100,17 @@ def test_rows_with_a_time_block_and_failed_verification(tmp_path: Path) -> None:
     path.write_text(json.dumps({"rows": rows}))
     got = load_measured(path).items
     assert [(m.plan, m.time_us) for m in got] == [("ok", 20.0)] and got[0].plan_dict is not None
+
+
+def test_recorded_code_bytes_join_the_predicted_dram_reads(tmp_path: Path) -> None:
+    """bench's `binary` block (the kernels' code + parameter bank): fetched from HBM after the flush,
+    so the join adds it to the simulated DRAM reads; a plan without the block predicts without it."""
+    chain = load_workload(ROOT / "workloads" / "paper_gemm_chains.yaml").select(["G4"])[0]
+    plan = plan_case(chain, HW, strategies=("dsm",), top_k=1).plans["dsm"][0].plan.to_dict()
+    recs = [{"strategy": "dsm", "summary": s, "plan": plan, "verify": {"ok": True}, "time": {"queued_median_us": 30.0},
+             "ncu": {"dram__bytes_read.sum": 1.0e7}, **extra}
+            for s, extra in (("with", {"binary": {"text_bytes": 30000, "const_bytes": 600, "cubins": 1}}), ("without", {}))]
+    (tmp_path / "b.json").write_text(json.dumps({"cases": [{"case": "G4", "plans": recs}]}))
+    rows = {r.label: r for r in join(tmp_path, HW)}
+    assert rows["with"].predicted_bytes["dram"] - rows["without"].predicted_bytes["dram"] == 30600
+    assert rows["with"].predicted_us == rows["without"].predicted_us

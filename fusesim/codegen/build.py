@@ -44,14 +44,21 @@ def _flags(mode: str) -> list[str]:
     raise ValueError(mode)
 
 
+def artifact_path(src: Source, mode: str = "so", out_dir: Path | None = None) -> Path:
+    """Where build() caches `src` (built or not): the name carries the hash of source and flags."""
+    key = hashlib.sha256((src.digest + " ".join(_flags(mode))).encode()).hexdigest()[:16]
+    ext = ".so" if mode == "so" else ".cubin"
+    return (out_dir or cache_dir()) / f"{src.name}_{key}{ext}"
+
+
 def build(src: Source, mode: str = "so", out_dir: Path | None = None, verbose: bool = False) -> Path:
     """Compile `src`; return the cached artifact (a .so with fs_launch, or a .cubin)."""
     flags = _flags(mode)
-    key = hashlib.sha256((src.digest + " ".join(flags)).encode()).hexdigest()[:16]
-    root = out_dir or cache_dir()
+    art = artifact_path(src, mode, out_dir)
+    root = art.parent
     root.mkdir(parents=True, exist_ok=True)
-    ext = ".so" if mode == "so" else ".cubin"
-    art = root / f"{src.name}_{key}{ext}"
+    ext = art.suffix
+    key = art.stem.rsplit("_", 1)[1]
     if art.exists():
         return art
     with tempfile.TemporaryDirectory(dir=root) as tmp:

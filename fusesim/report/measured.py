@@ -37,6 +37,7 @@ class Measurement:
     source: str = ""
     plan: str = ""  # the plan's summary line when the file gives one (joins by exact schedule)
     plan_dict: dict[str, Any] | None = None  # the full Plan (Plan.from_dict) when the file records it
+    code_bytes: int | None = None  # the built kernels' code + parameter banks (bench's `binary` block)
 
 
 @dataclass
@@ -112,23 +113,26 @@ def _from_entry(e: dict[str, Any], source: str) -> list[Measurement]:
     strategy = e.get("strategy") or (plan.get("strategy") if isinstance(plan, dict) else None)
     strategy = strategy if isinstance(strategy, str) else "pytorch"
     # counters are measurements: never read them from the plan or the planner's prediction
-    flat = _flatten({k: v for k, v in e.items() if k not in ("plan", "predicted", "chain")})
+    flat = _flatten({k: v for k, v in e.items() if k not in ("plan", "predicted", "chain", "binary")})
     hr, hw_ = _pick(flat, HBM_READ), _pick(flat, HBM_WRITE)
     hbm = (hr or 0.0) + (hw_ or 0.0) if hr is not None or hw_ is not None else None
     l2, dsm = _pick(flat, L2_KEYS), _pick(flat, DSM_KEYS)
     flops = float(e["gflop"]) * 1e9 if isinstance(e.get("gflop"), int | float) else None
     summary = e.get("summary") if isinstance(e.get("summary"), str) else ""
     plan_dict = plan if isinstance(plan, dict) and "chain" in plan and "kernels" in plan else None
+    binary = e.get("binary")
+    code = (int(binary["text_bytes"]) + int(binary.get("const_bytes", 0))
+            if isinstance(binary, dict) and isinstance(binary.get("text_bytes"), int) else None)
     out = []
     if isinstance(e.get("verify"), dict) and not e["verify"].get("ok"):
         return []  # a kernel that failed verification is not a measurement
     t = _time_us(e) or next((_time_us(e[k]) for k in ("timing", "time") if isinstance(e.get(k), dict)), None)
     if t is not None:
-        out.append(Measurement(case, strategy, t, hbm, l2, dsm, flops, source, summary, plan_dict))
+        out.append(Measurement(case, strategy, t, hbm, l2, dsm, flops, source, summary, plan_dict, code))
     else:
         for block, body in e.items():
             if isinstance(body, dict) and block not in ("plan", "chain", "ncu", "env", "conv", "verify", "timing",
-                                                        "time"):
+                                                        "time", "binary"):
                 tb = _time_us(body)
                 if tb is not None:
                     out.append(Measurement(case, f"{strategy}-{block}", tb, hbm, l2, dsm, flops, source, summary,
