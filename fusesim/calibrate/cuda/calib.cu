@@ -639,6 +639,33 @@ static void red_case(Json& j, const char* name, float* ws, size_t ws_bytes, int 
   j.close_obj();
 }
 
+// Contended: the n_split clusters of an inter_cluster_reduce finish together and add into the same
+// workspace lines at the same time. G groups of warps walk the same addresses in the same order.
+template <int V>
+__global__ void __launch_bounds__(512) k_l2_red_contend(float* ws, uint32_t ws_floats, int iters, int groups) {
+  const uint32_t lane = threadIdx.x & 31;
+  const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const uint32_t per_group = gridDim.x * blockDim.x / 32 / groups;
+  const uint32_t wl = warp % per_group;
+  for (int it = 0; it < iters; ++it) {
+    const uint32_t w = wl + (uint32_t)it * per_group;
+    red_vec<V>(ws + (((w * 32 + lane) * V) & (ws_floats - 1)), 1.0f);
+  }
+}
+
+template <int V>
+static void red_contend_case(Json& j, const char* name, float* ws, size_t ws_bytes, int grid, int reps, int groups) {
+  const uint32_t ws_floats = (uint32_t)(ws_bytes / 4);
+  const int iters = (int)((double)(64 << 20) / (4.0 * V * grid * kRedThreads));
+  const double bytes = 4.0 * V * grid * kRedThreads * iters;
+  auto ms = time_reps(reps, [&] { k_l2_red_contend<V><<<grid, kRedThreads>>>(ws, ws_floats, iters, groups); });
+  std::vector<double> g;
+  for (double m : ms) g.push_back(bytes / (m * 1e-3) / 1e9);
+  j.obj(name).num("vector", V).num("groups_same_addresses", groups).num("workspace_bytes", (double)ws_bytes);
+  j.num("grid", grid).num("threads", kRedThreads).num("bytes", bytes).num("gbps_median", median(g)).nums("gbps", g);
+  j.close_obj();
+}
+
 // Cold workspace: the inter_cluster_reduce workspace is not in L2 when a timed launch starts (the
 // flush evicted it), so the first red.add to a line waits for its fetch from HBM. Per case: flush
 // (read 256 MiB), then one timed launch adding P partials to every element of a W-byte workspace, one
@@ -698,6 +725,14 @@ static void group_l2red(Json& j) {
     CK(cudaMalloc(&flush, flush_bytes));
     CK(cudaMalloc(&sink, 16));
     CK(cudaMemset(flush, 0x11, flush_bytes));
+    j.obj("contended");
+    for (int groups : {1, 4, 16, 32, 66}) {
+      snprintf(name, sizeof name, "v2_g%d", groups);
+      red_contend_case<2>(j, name, ws, (size_t)4 << 20, sms, reps, groups);
+      snprintf(name, sizeof name, "v4_g%d", groups);
+      red_contend_case<4>(j, name, ws, (size_t)4 << 20, sms, reps, groups);
+    }
+    j.close_obj();
     j.obj("cold");
     for (size_t wsb : {(size_t)4 << 20, (size_t)16 << 20}) {
       for (int p : {1, 4, 16}) {
