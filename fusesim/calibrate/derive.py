@@ -425,6 +425,12 @@ def derive(raw: dict[str, Any]) -> Derived:
             f"{rate(per_sm, 'v2_frag_g16_t256')}; 66 groups of warps on the same addresses {rate(cont, 'v4_g66')} "
             f"(1 group {rate(cont, 'v4_g1')}); cold 4 MiB workspace, one add per element: v2 fragments "
             f"{rate(cold, 'v2_frag_4mib_p1')}, v4 rows {rate(cold, 'v4_rows_4mib_p1')}")
+    inflight = _group(raw, "hbm_inflight")
+    if inflight and inflight.get("cases"):
+        one = [c for c in inflight["cases"] if c.get("blocks_per_sm") == 1 and _positive(c.get("latency_ns"))]
+        d.notes.append("hbm_inflight (one 32 KiB cp.async.bulk in flight per SM; SMs: GB/s, latency by Little's law): "
+                       + ", ".join(f"{c['sms']}: {c['gbps_median']:.0f}, {c['latency_ns']:.0f} ns" for c in one)
+                       + f"; most seen {max(c['gbps_median'] for c in inflight['cases']):.0f} GB/s")
     misses = reuse_misses(raw)
     if misses:
         src = "Nsight Compute DRAM read bytes of pass 2" if raw.get("ncu_l2reuse", {}).get("dram_read_bytes") else \

@@ -3,7 +3,7 @@
 // One binary, one benchmark group per invocation, so that a fault in one group (a sticky CUDA
 // error, a hang killed by the runner's timeout) loses only that group:
 //     calib GROUP [--quick]        prints one JSON object on stdout
-// Groups: info clock hbm l2 l2red l2reuse smem dsm dsm_lat barrier occupancy gpc mma wgmma launch verify.
+// Groups: info clock hbm hbm_inflight l2 l2red l2reuse smem dsm dsm_lat barrier occupancy gpc mma wgmma launch verify.
 // `verify` runs the key kernels once with small counts and prints the instruction and byte counts
 // they must execute, for the runner to compare with Nsight Compute (ptxas can merge repeated loads:
 // a bandwidth number is trusted only when the executed instruction count matches).
@@ -831,6 +831,43 @@ __global__ void __launch_bounds__(128) k_reuse_bulk(const char* __restrict__ buf
   if (threadIdx.x == 0 && chunk[0] == 0xA5 && chunk[1] == 0x5A) sink[0] = chunk[2];
 }
 
+// HBM streaming with few bytes in flight (the wgmma kernels' TMA ring: stages - 1 tiles per block):
+// B blocks per SM on S SMs each keep one 32 KiB cp.async.bulk in flight over a 1 GiB buffer (cold:
+// 16x the L2). Throughput / bytes in flight gives the latency a load sees under that load
+// (Little's law), to compare with the unloaded pointer-chase latency.
+static void group_hbm_inflight(Json& j) {
+  const int sms = sm_count();
+  const int reps = g_quick ? 2 : 5;
+  const size_t bytes = g_quick ? ((size_t)256 << 20) : ((size_t)1 << 30);
+  char* buf;
+  uint32_t* sink;
+  CK(cudaMalloc(&buf, bytes));
+  CK(cudaMalloc(&sink, 16));
+  CK(cudaMemset(buf, 0x33, bytes));
+  CK(cudaFuncSetAttribute(k_reuse_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+  j.num("chunk_bytes", kBulkChunk).num("buffer_bytes", (double)bytes).num("reps", reps);
+  j.arr("cases");
+  for (int per_sm : {1, 2, 4}) {
+    const int smem = per_sm == 1 ? 200 * 1024 : per_sm == 2 ? 100 * 1024 : 50 * 1024;  // forces per_sm blocks/SM
+    for (int used : {16, 33, 66, 76, 100, 132}) {
+      if (g_quick && used != 132) continue;
+      if (used > sms) continue;
+      const int grid = used * per_sm;
+      auto ms = time_reps(reps, [&] { k_reuse_bulk<<<grid, 128, smem>>>(buf, bytes, 5, sink); });
+      std::vector<double> g;
+      for (double m : ms) g.push_back((double)bytes / (m * 1e-3) / 1e9);
+      const double gbps = median(g);
+      j.obj().num("sms", used).num("blocks_per_sm", per_sm).num("inflight_bytes_per_sm", per_sm * (double)kBulkChunk);
+      j.num("gbps_median", gbps).nums("gbps", g);
+      j.num("latency_ns", used * per_sm * (double)kBulkChunk / gbps).close_obj();
+    }
+  }
+  j.close_arr();
+  j.str("method", "cp.async.bulk 32 KiB chunks into SMEM, one in flight per block (mbarrier wait), grid-stride over a 1 GiB buffer; blocks per SM forced by dynamic SMEM; CUDA-event time, median of reps; latency = bytes in flight / throughput");
+  CK(cudaFree(buf));
+  CK(cudaFree(sink));
+}
+
 static void group_l2reuse(Json& j) {
   int sms = sm_count();
   int grid = sms * 2;
@@ -1618,6 +1655,7 @@ int main(int argc, char** argv) {
   else if (g == "l2") group_l2(j);
   else if (g == "l2red") group_l2red(j);
   else if (g == "l2reuse") group_l2reuse(j);
+  else if (g == "hbm_inflight") group_hbm_inflight(j);
   else if (g == "smem") group_smem(j);
   else if (g == "dsm") group_dsm(j);
   else if (g == "dsm_lat") group_dsm_lat(j);
