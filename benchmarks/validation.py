@@ -173,7 +173,7 @@ def misses(stats: dict[str, tuple[int, float, float, int]], score: dict) -> list
         "instructions come from DRAM once (on the 118 fused kernels under 3 MB, Nsight now reads 0.9-2.6 KB, "
         "median 1.7 KB, more than predicted; before, 13-51 KB). L2 keeps what is re-read up to the calibrated "
         "`l2_reuse_bytes` (44 MiB of the 60 MiB L2: calibrate's l2reuse group, Nsight DRAM bytes of a second "
-        "read; results/h200/calibration_l2_run1.json), and the mma.sync kernels, which give no cache hint, run "
+        "read; results/h200/calibration_l2.json), and the mma.sync kernels, which give no cache hint, run "
         "on plain LRU (a dsm plan's fp32 workspace is evicted by the weights it streams, as Nsight shows). "
         "Unfused plans are two kernels: Nsight flushes L2 between them, so its gemm1 re-reads C from DRAM, "
         "unlike the timed runs and the model (C stays in L2): their per-kernel DRAM error is that methodology, not the model.", ""]
@@ -228,10 +228,8 @@ def final_run_section(rows: list[Row]) -> list[str]:
     by_case: dict[str, list[Row]] = {}
     for r in rows:
         by_case.setdefault(r.case, []).append(r)
-    fused = [r for r in rows if r.plan is not None and r.plan.strategy != "unfused"]
     for counter, label in (("dram", "DRAM bytes (read + write)"), ("dsm", "DSM bytes")):
-        got = [(abs(r.predicted_bytes[counter] / r.measured_bytes[counter] - 1), r) for r in fused
-               if r.measured_bytes.get(counter)]
+        got = _fused_counter_errors(rows, counter)
         if not got:
             continue
         worst = sorted(got, key=lambda t: -t[0])
@@ -253,14 +251,20 @@ def final_run_section(rows: list[Row]) -> list[str]:
     return lines + [""]
 
 
+def _fused_counter_errors(rows: list[Row], counter: str) -> list[tuple[float, Row]]:
+    """(|simulated / Nsight Compute - 1|, row) of every fused kernel with that counter measured."""
+    return [(abs(r.predicted_bytes[counter] / r.measured_bytes[counter] - 1), r) for r in rows
+            if r.plan is not None and r.plan.strategy != "unfused" and r.measured_bytes.get(counter)]
+
+
 def _fused_dram_within_5pct(rows: list[Row]) -> tuple[int, int]:
-    got = [abs(r.predicted_bytes["dram"] / r.measured_bytes["dram"] - 1) for r in rows
-           if r.plan is not None and r.plan.strategy != "unfused" and r.measured_bytes.get("dram")]
-    return sum(e <= 0.05 for e in got), len(got)
+    got = _fused_counter_errors(rows, "dram")
+    return sum(e <= 0.05 for e, _ in got), len(got)
 
 
-def evict_first_cap_lines(hw: Hardware) -> list[str]:
-    """What the measured TMA evict_first retention would do as an L2 class cap (it is not applied)."""
+def evict_first_cap_lines(hw: Hardware, final_rows: list[Row]) -> list[str]:
+    """What the measured TMA evict_first retention would do as an L2 class cap (it is not applied);
+    `final_rows`: the final run already joined on `hw`."""
     from fusesim.calibrate.derive import half_miss_bytes, reuse_misses
 
     raw = json.loads((ROOT / "results" / "h200" / "calibration_l2.json").read_text())
@@ -268,7 +272,7 @@ def evict_first_cap_lines(hw: Hardware) -> list[str]:
     if cap is None:
         return []
     files = sorted(str(p) for p in ROOT.glob(HELD_OUT_FINAL))
-    base = _fused_dram_within_5pct(join(files, hw))
+    base = _fused_dram_within_5pct(final_rows)
     capped = _fused_dram_within_5pct(join(files, hw.model_copy(update={"l2_evict_first_bytes": int(cap)})))
     return [f"The TMA evict_first retention calibrate measured (a second read of {cap / 2**20:.1f} MiB of "
             "cp.async.bulk + L2::evict_first loads misses half; results/h200/calibration_l2.json) is not applied as "
@@ -337,7 +341,7 @@ def main() -> int:
               "calibrated wgmma rate, all stages - 1 TMA loads in flight and the split-K protocol (nothing is "
               "fitted on these kernels).", ""]
     lines += final_run_section(kept[FINAL_LABEL])
-    lines += evict_first_cap_lines(calibrated)
+    lines += evict_first_cap_lines(calibrated, kept[FINAL_LABEL])
     lines += ["", "## Planner plans, per kernel (calibrated config)", "",
               "| case | half | plan | measured us | simulated us | error |", "| --- | --- | --- | --- | --- | --- |"]
     halves = split_rows(rows)

@@ -264,9 +264,9 @@ def run_ncu_reuse(binary: Path, work: Path, quick: bool, timeout_s: float = 300)
         return {"error": "ncu not found"}
     work.mkdir(parents=True, exist_ok=True)
     rep = work / "l2reuse"
-    cmd = ["ncu", "--cache-control", "none", "--clock-control", "none", "--kernel-name", "regex:k_reuse",
-           "--metrics", "dram__bytes_read.sum,gpu__time_duration.sum", "-f", "-o", str(rep),
-           str(binary), "l2reuse", *(["--quick"] if quick else [])]
+    profiler = ["ncu", "--cache-control", "none", "--clock-control", "none", "--kernel-name", "regex:k_reuse",
+                "--metrics", "dram__bytes_read.sum,gpu__time_duration.sum", "-f", "-o", str(rep)]
+    cmd = [*profiler, str(binary), "l2reuse", *(["--quick"] if quick else [])]
     cases_file = work / "l2reuse-cases.json"
     cases_file.unlink(missing_ok=True)
     t0 = time.monotonic()
@@ -276,7 +276,7 @@ def run_ncu_reuse(binary: Path, work: Path, quick: bool, timeout_s: float = 300)
     except subprocess.TimeoutExpired:
         return {"error": f"ncu timed out after {timeout_s} s"}
     result: dict[str, Any] = {"wall_s": time.monotonic() - t0,
-                              "command": " ".join(cmd[:-2 - quick] + ["calib", "l2reuse"])}
+                              "command": " ".join([*profiler, "calib", "l2reuse"])}
     if out.returncode != 0:
         return {**result, "error": f"ncu exit {out.returncode}: {out.stderr.strip()[-1500:]}"}
     try:

@@ -57,14 +57,12 @@ def build(src: Source, mode: str = "so", out_dir: Path | None = None, verbose: b
     art = artifact_path(src, mode, out_dir)
     root = art.parent
     root.mkdir(parents=True, exist_ok=True)
-    ext = art.suffix
-    key = art.stem.rsplit("_", 1)[1]
     if art.exists():
         return art
     with tempfile.TemporaryDirectory(dir=root) as tmp:
         cu = Path(tmp) / f"{src.name}.cu"
         cu.write_text(src.code)
-        obj = Path(tmp) / f"out{ext}"
+        obj = Path(tmp) / f"out{art.suffix}"
         cmd = [nvcc(), *flags, f"-I{INCLUDE}", "-o", str(obj), str(cu)]
         if verbose:
             cmd.insert(1, "-Xptxas=-v")
@@ -72,7 +70,7 @@ def build(src: Source, mode: str = "so", out_dir: Path | None = None, verbose: b
         if res.returncode != 0:
             raise BuildError(f"nvcc failed for {src.name}:\n{res.stderr[-4000:]}")
         if verbose:
-            (root / f"{src.name}_{key}.ptxas.txt").write_text(res.stderr)
+            art.with_suffix(".ptxas.txt").write_text(res.stderr)
         os.replace(obj, art)
     return art
 

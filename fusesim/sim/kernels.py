@@ -174,11 +174,12 @@ EVICT_FIRST, EVICT_NORMAL, EVICT_LAST = 0, 20, 40
 def l2_policy(plan: Plan, hw: Hardware) -> tuple[dict[str, int], dict[int, int]]:
     """(eviction priority per tensor, bytes per priority class) the L2 model runs the plan with.
 
-    The wgmma kernels' hints set the classes: B, D evict_first -- of which L2 keeps only
-    `hw.l2_evict_first_bytes` (measured by calibrate's l2reuse group) -- A and the unfused
-    intermediate evict_last, the rest normal. The mma.sync kernels give no hints: where the hardware
-    file states `l2_reuse_bytes` (the measured reuse capacity) they run on plain LRU; without it the
-    idealised ranking of `l2_priority` (the analyzer's) stands in."""
+    With `hw.l2_evict_first_bytes` set, the wgmma kernels' hints are the classes: B, D evict_first,
+    capped at that many bytes, A and the unfused intermediate evict_last, the rest normal. The
+    mma.sync kernels give no hints: where the hardware file states `l2_reuse_bytes` (the measured
+    reuse capacity) they run on plain LRU. Otherwise -- and so for wgmma plans on the H200 config,
+    which leaves the cap unset -- the analyzer's ranking (`l2_priority`: outputs, the intermediate,
+    then inputs by reuse) stands in."""
     if plan.instruction == "wgmma" and hw.l2_evict_first_bytes is not None:
         prio = {t: EVICT_FIRST for t in ("B", "Bg", "Bu", "D")}
         prio["A"] = EVICT_LAST

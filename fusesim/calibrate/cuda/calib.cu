@@ -134,6 +134,13 @@ static std::vector<double> time_reps(int reps, F launch) {
   return ms;
 }
 
+// GB/s of each timed run (ms) that moved `bytes`.
+static std::vector<double> gbps_of(const std::vector<double>& ms, double bytes) {
+  std::vector<double> g;
+  for (double m : ms) g.push_back(bytes / (m * 1e-3) / 1e9);
+  return g;
+}
+
 static int sm_count() {
   int n = 0;
   CK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0));
@@ -434,11 +441,7 @@ static void group_hbm(Json& j) {
   auto rd = time_reps(reps, [&] { k_read<<<grid, kStreamThreads>>>(a, n, sink); });
   auto wr = time_reps(reps, [&] { k_write<<<grid, kStreamThreads>>>(b, n); });
   auto mc = time_reps(reps, [&] { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
-  auto gbps = [&](std::vector<double> ms, double mult) {
-    std::vector<double> g;
-    for (double m : ms) g.push_back(mult * bytes / (m * 1e-3) / 1e9);
-    return g;
-  };
+  auto gbps = [&](const std::vector<double>& ms, double mult) { return gbps_of(ms, mult * bytes); };
   j.obj("bandwidth");
   j.num("buffer_bytes", (double)bytes).num("reps", reps).num("grid", grid).num("threads", kStreamThreads);
   j.num("copy_gbps_median", median(gbps(copy, 2))).nums("copy_gbps", gbps(copy, 2));
@@ -549,8 +552,7 @@ static void group_l2(Json& j) {
     int iters = g_quick ? 50 : 500;
     double bytes = (double)grid * kL2Threads * kL2Unroll * 16.0 * iters;
     auto ms = time_reps(reps, [&] { k_l2_read<<<grid, kL2Threads>>>(buf, mask, iters, sink); });
-    std::vector<double> g;
-    for (double m : ms) g.push_back(bytes / (m * 1e-3) / 1e9);
+    std::vector<double> g = gbps_of(ms, bytes);
     char name[32];
     snprintf(name, sizeof name, "ws_%zumib", ws >> 20);
     j.obj(name).num("working_set_bytes", (double)ws).num("bytes", bytes).num("gbps_median", median(g)).nums("gbps", g).close_obj();
@@ -631,8 +633,7 @@ static void red_case(Json& j, const char* name, float* ws, size_t ws_bytes, int 
   const int iters = (int)(total_bytes / (4.0 * V * grid * threads));
   const double bytes = 4.0 * V * grid * threads * iters;
   auto ms = time_reps(reps, [&] { k_l2_red<V, FRAG><<<grid, threads>>>(ws, ws_floats, iters, 1.0f); });
-  std::vector<double> g;
-  for (double m : ms) g.push_back(bytes / (m * 1e-3) / 1e9);
+  std::vector<double> g = gbps_of(ms, bytes);
   j.obj(name).num("vector", V).str("pattern", FRAG ? "frag" : "rows").num("workspace_bytes", (double)ws_bytes);
   j.num("grid", grid).num("threads", threads);
   j.num("partials_per_address", bytes / ws_bytes).num("bytes", bytes).num("gbps_median", median(g)).nums("gbps", g);
@@ -659,8 +660,7 @@ static void red_contend_case(Json& j, const char* name, float* ws, size_t ws_byt
   const int iters = (int)((double)(64 << 20) / (4.0 * V * grid * kRedThreads));
   const double bytes = 4.0 * V * grid * kRedThreads * iters;
   auto ms = time_reps(reps, [&] { k_l2_red_contend<V><<<grid, kRedThreads>>>(ws, ws_floats, iters, groups); });
-  std::vector<double> g;
-  for (double m : ms) g.push_back(bytes / (m * 1e-3) / 1e9);
+  std::vector<double> g = gbps_of(ms, bytes);
   j.obj(name).num("vector", V).num("groups_same_addresses", groups).num("workspace_bytes", (double)ws_bytes);
   j.num("grid", grid).num("threads", kRedThreads).num("bytes", bytes).num("gbps_median", median(g)).nums("gbps", g);
   j.close_obj();
@@ -854,8 +854,7 @@ static void group_hbm_inflight(Json& j) {
       if (used > sms) continue;
       const int grid = used * per_sm;
       auto ms = time_reps(reps, [&] { k_reuse_bulk<<<grid, 128, smem>>>(buf, bytes, 5, sink); });
-      std::vector<double> g;
-      for (double m : ms) g.push_back((double)bytes / (m * 1e-3) / 1e9);
+      std::vector<double> g = gbps_of(ms, (double)bytes);
       const double gbps = median(g);
       j.obj().num("sms", used).num("blocks_per_sm", per_sm).num("inflight_bytes_per_sm", per_sm * (double)kBulkChunk);
       j.num("gbps_median", gbps).nums("gbps", g);
@@ -953,8 +952,7 @@ static void group_smem(Json& j) {
   int reps = g_quick ? 3 : 7;
   auto ms = time_reps(reps, [&] { k_smem_read<<<sms, kBwThreads, kBwSmemBytes>>>(iters, sink); });
   double bytes_per_block = (double)kBwThreads * iters * kBwUnroll * 16;
-  std::vector<double> g;
-  for (double m : ms) g.push_back(bytes_per_block / (m * 1e-3) / 1e9);
+  std::vector<double> g = gbps_of(ms, bytes_per_block);
   j.num("iters", iters).num("threads", kBwThreads).num("grid", sms);
   j.num("gbps_per_sm_median", median(g)).nums("gbps_per_sm", g);
   j.str("method", "ld.shared.v4 by 1024 threads, one block per SM, conflict-free consecutive 16 B per thread; bytes per block over CUDA-event time");
@@ -1029,8 +1027,7 @@ static void group_dsm(Json& j) {
         CK(cudaMemcpy(hc.data(), cyc, grid * 8, cudaMemcpyDeviceToHost));
         std::vector<double> bpc;
         for (auto c : hc) bpc.push_back(bytes_per_block / (double)c);
-        std::vector<double> g;
-        for (double m : ms) g.push_back(bytes_per_block / (m * 1e-3) / 1e9);
+        std::vector<double> g = gbps_of(ms, bytes_per_block);
         j.obj(whole ? "whole_gpu" : "one_cluster");
         j.num("grid", grid).num("gbps_per_sm_median", median(g)).nums("gbps_per_sm", g);
         j.num("bytes_per_cycle_per_sm_median", median(bpc));
