@@ -64,6 +64,7 @@ def _run_ncu(cmd: list[str], timeout_s: int) -> tuple[list[dict[str, Any]], str]
 def _summed(launches: list[dict[str, Any]], command: str) -> dict[str, Any]:
     out: dict[str, Any] = {m: sum(k.get(m, 0.0) for k in launches) for m in METRICS}
     out["kernels"] = [k["name"] for k in launches]
+    out["per_kernel"] = [{m: k[m] for m in ("name", *METRICS) if m in k} for k in launches]
     out["command"] = command
     return out
 
