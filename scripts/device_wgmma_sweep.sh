@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One device call: time the unfused gemm_wgmma variants of the weight-streaming cases
+# (results/h200/plans_wgmma_sweep.json, made here by scripts/wgmma_variants.py) next to PyTorch,
+# then read Nsight Compute per-kernel duration and DRAM bytes of every verified variant.
+# Prepare HERE:
+#   bash scripts/device_wheels.sh
+#   python3 scripts/wgmma_variants.py --out results/h200/plans_wgmma_sweep.json
+#   FUSESIM_CACHE=.fscache python3 scripts/prebuild.py --plans-file results/h200/plans_wgmma_sweep.json
+#   mkdir -p .fscarry && tar -cJf .fscarry/cache.tar.xz .fscache
+# Then: run(command="scripts/device_wgmma_sweep.sh $OUT", carry=[".whl", ".fscarry"]).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+DEST=${1:?usage: scripts/device_wgmma_sweep.sh OUT_DIR}
+mkdir -p "$DEST"
+source scripts/device_env.sh
+rc=0
+step() { echo "== $(date -u +%H:%M:%S) $*"; }
+declare -A CASES=([gemm_chains]="G5 G8" [gated_ffn]="S1 S2 S3 S4 S5 S6 S7")
+for wl in gemm_chains gated_ffn; do
+  args=()
+  for c in ${CASES[$wl]}; do args+=(--case "$c"); done
+  step "bench $wl"
+  timeout 280 python3 -m fusesim.commands.bench "workloads/paper_$wl.yaml" --hw hw_configs/h200.yaml "${args[@]}" \
+    --strategy unfused --plans file:results/h200/plans_wgmma_sweep.json --top-k 99 --reps 50 \
+    --work /tmp/bench_work --out "$DEST/wgmma_sweep_$wl.json" | tail -12 || rc=1
+  step "ncu $wl"
+  timeout 150 python3 -m fusesim.gpu.ncu --all "$DEST/wgmma_sweep_$wl.json" "$DEST/wgmma_sweep_$wl.json" | tail -2 || rc=1
+done
+step "done rc=$rc"
+exit $rc

@@ -1,0 +1,134 @@
+"""Unfused gemm_wgmma variants of the weight-streaming cases, for one device run that asks which
+tile width, split-K and ring depth each GEMM of the chain wants when M = 128 and the weights stream.
+
+Per case (the final run's fastest unfused wgmma plan as the base): each GEMM alone takes every
+block_n, split and stage count whose grid fills one wave (64-132 blocks at one block per SM, or up
+to two waves when two blocks fit an SM), the other GEMM kept at the base; plus both GEMMs at a ring
+small enough that a gemm1 block fits next to a gemm0 block (so the programmatic dependent launch
+can start gemm1's weight loads while gemm0 drains). Writes {case: [{plan, source}]} for
+`fusesim bench --plans file:...`. Runs here, no GPU:
+
+    python3 scripts/wgmma_variants.py --out results/h200/plans_wgmma_sweep.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from fusesim.capability import (
+    SMEM_LIMIT_BYTES,
+    WGMMA_BLOCK_N,
+    WGMMA_MAX_SPLIT,
+    can_build,
+    wgmma_gemm_smem_bytes,
+    wgmma_threads,
+)
+from fusesim.plan import Kernel, Plan, Tiles
+
+SM_COUNT = 132
+SM_SMEM_BYTES = 233472  # per SM, less 1 KiB reserved per block
+CASES = ("G5", "G8", "S1", "S2", "S3", "S4", "S5", "S6", "S7")
+FINALS = ("results/h200/final_paper_gemm_chains.json", "results/h200/final_paper_gated_ffn.json")
+
+
+def _base_plans() -> dict[str, Plan]:
+    """Per case, the final run's fastest verified unfused wgmma plan."""
+    best: dict[str, tuple[float, Plan]] = {}
+    for f in FINALS:
+        for c in json.loads(Path(f).read_text())["cases"]:
+            for r in c["plans"]:
+                t = (r.get("time") or {}).get("queued_median_us")
+                p = r.get("plan")
+                if c["case"] in CASES and t and p and p["strategy"] == "unfused" and p["instruction"] == "wgmma":
+                    if c["case"] not in best or t < best[c["case"]][0]:
+                        best[c["case"]] = (t, Plan.from_dict(p))
+    return {k: v[1] for k, v in best.items()}
+
+
+def _variant(kern: Kernel, rows: int, cols: int, block_n: int, split: int, stages: int, gated: bool) -> Kernel:
+    tiles = -(-rows // 128) * (cols // block_n)
+    return dataclasses.replace(
+        kern, grid_blocks=tiles * split, threads=wgmma_threads(128), stages=stages,
+        smem_bytes=wgmma_gemm_smem_bytes(128, block_n, stages, gated),
+        tiles=Tiles(block_m=128, block_n=block_n, block_k=64, block_l=0))
+
+
+def _kernel_variants(kern: Kernel, rows: int, cols: int, depth: int, gated: bool) -> list[Kernel]:
+    """Per block_n: the split whose grid comes closest to one block per SM (deepest ring, and a
+    4-deep one), and the split closest to two blocks per SM with the deepest ring two of which fit."""
+    out = []
+    for bn in WGMMA_BLOCK_N:
+        if cols % bn or (gated and bn > 128):
+            continue
+        tiles = -(-rows // 128) * (cols // bn)
+        splits = [s for s in range(1, min(WGMMA_MAX_SPLIT, depth // 64) + 1)]
+        fits = [st for st in (2, 3, 4, 6) if wgmma_gemm_smem_bytes(128, bn, st, gated) <= SMEM_LIMIT_BYTES]
+        one = [s for s in splits if tiles * s <= SM_COUNT]
+        if one and fits:
+            s1 = max(one)
+            for st in {max(fits), 4} & set(fits):
+                out.append(_variant(kern, rows, cols, bn, s1, st, gated))
+        two_fit = [st for st in fits if 2 * (wgmma_gemm_smem_bytes(128, bn, st, gated) + 1024) <= SM_SMEM_BYTES]
+        two = [s for s in splits if SM_COUNT < tiles * s <= 2 * SM_COUNT]
+        if two and two_fit:
+            out.append(_variant(kern, rows, cols, bn, max(two), max(two_fit), gated))
+    return out
+
+
+def _co_resident(kern: Kernel, rows: int, cols: int, depth: int, gated: bool) -> list[Kernel]:
+    """Per block_n: one wave with the deepest ring that leaves half an SM's SMEM free."""
+    out = []
+    for bn in WGMMA_BLOCK_N:
+        if cols % bn or (gated and bn > 128):
+            continue
+        tiles = -(-rows // 128) * (cols // bn)
+        one = [s for s in range(1, min(WGMMA_MAX_SPLIT, depth // 64) + 1) if tiles * s <= SM_COUNT]
+        half = [st for st in (2, 3, 4, 6) if 2 * (wgmma_gemm_smem_bytes(128, bn, st, gated) + 1024) <= SM_SMEM_BYTES]
+        if one and half:
+            out.append(_variant(kern, rows, cols, bn, max(one), max(half), gated))
+    return out
+
+
+def variants(base: Plan) -> list[tuple[Plan, str]]:
+    ch = base.chain
+    g0, g1 = base.kernels
+    v0 = _kernel_variants(g0, ch.m, ch.n, ch.k, ch.gated)
+    v1 = _kernel_variants(g1, ch.m, ch.l, ch.n, False)
+    out: list[tuple[Plan, str]] = [(base, "base: the final run's fastest unfused wgmma plan")]
+    out += [(dataclasses.replace(base, kernels=(k, g1)), "gemm0 variant") for k in v0]
+    out += [(dataclasses.replace(base, kernels=(g0, k)), "gemm1 variant") for k in v1]
+    # both rings small enough that a gemm1 block co-resides with a gemm0 block (PDL overlap)
+    small0 = _co_resident(g0, ch.m, ch.n, ch.k, ch.gated)
+    small1 = _co_resident(g1, ch.m, ch.l, ch.n, False)
+    out += [(dataclasses.replace(base, kernels=(a, b)), "co-resident rings") for a in small0 for b in small1]
+    seen: set[str] = set()
+    kept = []
+    for p, why in out:
+        key = p.to_json()
+        if key in seen or not can_build(p)[0]:
+            continue
+        seen.add(key)
+        kept.append((dataclasses.replace(p, buildable=True), why))
+    return kept
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="results/h200/plans_wgmma_sweep.json")
+    ap.add_argument("--max-per-case", type=int, default=24)
+    args = ap.parse_args()
+    frozen: dict[str, list[dict[str, Any]]] = {}
+    for case, base in sorted(_base_plans().items()):
+        vs = variants(base)[: args.max_per_case]
+        frozen[case] = [{"plan": p.to_dict(), "source": why} for p, why in vs]
+        print(f"{case}: {len(vs)} plans")
+    Path(args.out).write_text(json.dumps(frozen, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
