@@ -35,7 +35,7 @@ _NO_PROVENANCE = {"name", "description", "provenance"}
 # must give its provenance; one that leaves it out needs none and keeps its fingerprint.
 _OPTIONAL = {"cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_async_refill_ns",
              "kernel_start_us", "l2_reduction_bandwidth_gbps", "graph_kernel_gap_us", "fused_wgmma_stage_ns",
-             "l2_reuse_bytes", "l2_evict_first_bytes"}
+             "l2_reuse_bytes", "l2_evict_first_bytes", "tma_refill_ns"}
 
 
 MAX_REFILL_NS = 1000.0  # bound on cp_async_refill_ns, fused_wgmma_stage_ns: instruction work within one stage
@@ -89,6 +89,9 @@ class Hardware(BaseModel):
     # a 2-stage generated pipeline (cp.async.wait_group 0): time from a stage's data landing to the
     # next stage's copies being issued (barrier + the producer's address arithmetic) (None: 0)
     cp_async_refill_ns: float | None = Field(default=None, ge=0)
+    # a two-stage TMA (wgmma family) pipeline: time from the consumers' release of the free stage
+    # (empty-barrier arrive) to the producer thread's next bulk copies being issued (None: 0)
+    tma_refill_ns: float | None = Field(default=None, ge=0)
     # the fused_wgmma consumer's shortest pipeline stage: full-barrier wait, wgmma issue, commit,
     # wait_group 1, empty-barrier arrive (None: a stage takes its tensor or SMEM time only)
     fused_wgmma_stage_ns: float | None = Field(default=None, ge=0)
@@ -131,6 +134,9 @@ class Hardware(BaseModel):
         if self.cp_async_refill_ns is not None and self.cp_async_refill_ns > MAX_REFILL_NS:
             raise ValueError(f"cp_async_refill_ns: larger than {MAX_REFILL_NS} ns (a barrier and address arithmetic "
                              "inside one pipeline stage)")
+        if self.tma_refill_ns is not None and self.tma_refill_ns > MAX_REFILL_NS:
+            raise ValueError(f"tma_refill_ns: larger than {MAX_REFILL_NS} ns (a barrier handshake inside one "
+                             "pipeline stage)")
         if self.fused_wgmma_stage_ns is not None and self.fused_wgmma_stage_ns > MAX_REFILL_NS:
             raise ValueError(f"fused_wgmma_stage_ns: larger than {MAX_REFILL_NS} ns (the instruction work of one "
                              "pipeline stage)")

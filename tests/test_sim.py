@@ -433,3 +433,20 @@ def test_refill_applies_to_two_stage_mma_sync_pipelines_only():
     steps = 512 // 32 + 1024 // 32  # k steps of GEMM0 and GEMM1, one wave each
     assert simulate(two, slow).time_ns - simulate(two, base).time_ns == pytest.approx(steps * 200.0, rel=0.02)
     assert simulate(four, slow).time_ns == simulate(four, base).time_ns
+
+
+def test_tma_refill_applies_to_two_stage_wgmma_pipelines_only():
+    """A two-stage TMA ring refills its one free stage only after the consumers' empty-barrier
+    arrive reaches the producer: each stage after the first waits that handshake; the mma.sync
+    kernels and deeper rings are untouched, and the bytes never change."""
+    base, slow = off_and_on("tma_refill_ns", 300.0)
+    ch = ex.chain("g", 128, 1024, 512, 512)
+    two = ex.unfused_plan(ch, 64, 64, 64, stages=2, instruction="wgmma")
+    four = ex.unfused_plan(ch, 64, 64, 64, stages=4, instruction="wgmma")
+    mma = ex.unfused_plan(ch, 64, 64, 32, stages=2, instruction="mma_sync")
+    a, b = simulate(two, base), simulate(two, slow)
+    refills = (512 // 64 - 1) + (1024 // 64 - 1)  # stages refilled in GEMM0 and GEMM1, one wave each
+    assert b.time_ns - a.time_ns == pytest.approx(refills * 300.0, rel=0.1)
+    assert b.bytes == a.bytes
+    assert simulate(four, slow).time_ns == simulate(four, base).time_ns
+    assert simulate(mma, slow).time_ns == simulate(mma, base).time_ns

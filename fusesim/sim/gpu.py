@@ -130,6 +130,9 @@ class Cohort:
         self.port = sm_port_bytes_per_ns(self.hw, family)
         # a one-deep cp.async pipeline issues the next copies only after this stage's have landed
         self.refill_ns = (self.hw.cp_async_refill_ns or 0.0) if family == "mma_sync" and self.stages == 2 else 0.0
+        # a two-stage TMA ring: the one free stage is refilled only after the consumers' empty-barrier
+        # arrive reaches the producer thread, which then issues the bulk copies (serial every stage)
+        self.tma_refill_ns = (self.hw.tma_refill_ns or 0.0) if family == "wgmma" and self.stages == 2 else 0.0
         self._blocked = False
         self._last_load_ns = 0.0
         self._pending: deque[simpy.Event] = deque()
@@ -159,8 +162,9 @@ class Cohort:
         for _ in range(self.window):
             self._issue()
 
-    def _issue(self) -> None:
-        """Issue the next load of the current pipeline (nothing at a PHASE boundary).
+    def _issue(self, delay_ns: float = 0.0) -> None:
+        """Issue the next load of the current pipeline (nothing at a PHASE boundary), `delay_ns`
+        from now (the producer's reaction to a freed stage).
 
         The producer is not a separate process: it acts only at a phase start or when a stage
         frees, so doing its work right there is the same schedule with fewer events."""
@@ -174,11 +178,23 @@ class Cohort:
             self._blocked = True
             return
         granules, l2_bytes = nxt
+        if delay_ns <= 0:
+            self._pending.append(self._load(granules, l2_bytes))
+            return
+        slot = self.env.event()  # the consumer waits on the stage before its copies are even issued
+        self._pending.append(slot)
+
+        def issue(_e: simpy.Event) -> None:
+            self._load(granules, l2_bytes).callbacks.append(lambda _l: slot.succeed())
+
+        self.env.timeout(delay_ns).callbacks.append(issue)
+
+    def _load(self, granules: list, l2_bytes: int) -> simpy.Event:
         start = self.env.now
         ev = self.mem.load(granules, l2_bytes, self.sms, self.port)
         if self.trace is not None:
             ev.callbacks.append(lambda _e, s=start: self._trace_load(s))
-        self._pending.append(ev)
+        return ev
 
     def _trace_load(self, issued_ns: float) -> None:
         assert self.trace is not None
@@ -198,7 +214,7 @@ class Cohort:
         if self.refill_ns:  # wait_group 0, __syncthreads, then the producer's address arithmetic
             yield self.env.timeout(self.refill_ns)
         if self.stages > 1:
-            self._issue()
+            self._issue(self.tma_refill_ns)
         start = self.env.now
         self.gpu.flops += flops_per_block * self.blocks
         tensor_ns = flops_per_block * self.blocks / (self.sm_flops_per_ns * self.sms)
