@@ -204,12 +204,13 @@ def test_committed_calibration_converts(tmp_path: Path) -> None:
     if not raw_path.exists():
         pytest.skip("no committed calibration yet")
     raw = json.loads(raw_path.read_text())
-    l2_path = ROOT / "results" / "h200" / "calibration_l2.json"  # the later l2red / l2reuse run
+    later = [ROOT / "results" / "h200" / f for f in ("calibration_l2.json", "calibration_ticket.json")]  # later runs
     hw, d = write_calibrated(raw, ROOT / "hw_configs" / "h200.yaml", tmp_path / "c.yaml", raw_path,
-                             [(json.loads(l2_path.read_text()), l2_path)])
+                             [(json.loads(p.read_text()), p) for p in later])
     committed = load_hardware(ROOT / "hw_configs" / "h200_calibrated.yaml")
     assert hw.model_dump() == committed.model_dump()  # the committed YAML is what the tool writes
     assert hw.l2_reuse_bytes == 44 << 20
+    assert hw.inter_cluster_ticket_ns == pytest.approx(616 - 145.3, abs=0.1)
 
 
 @pytest.mark.gpu
@@ -247,3 +248,22 @@ def test_l2_reuse_capacity_from_nsight_bytes() -> None:
     d = derive(raw)
     assert d.values["l2_reuse_bytes"] == 44 * mib and "l2_evict_first_bytes" not in d.values
     assert any("evict_first: half of a second read missed at 44.0 MiB" in n for n in d.notes)
+
+
+def test_ticket_protocol_from_small_slices() -> None:
+    """ticket: the 1 KiB-slice cases give the protocol time; the L2 latency the simulator already
+    charges the reds is subtracted (this run's l2 group, else the hardware file's value); without any
+    L2 latency the cases stay a note."""
+    from fusesim.calibrate.derive import derive
+
+    def case(name: str, ticket_ns: float) -> dict[str, Any]:
+        return {"case": name, "grid": 8, "issue_ns_median": 50.0, "fence_ticket_ns_median": ticket_ns,
+                "convert_ns_median": 900.0, "span_ns_median": 3000.0}
+
+    raw = {"groups": {"ticket": {"method": "m", "cases": [case("t2_c4_f256", 700.0), case("t33_c4_f256", 800.0),
+                                                          case("t2_c4_f4096", 2000.0)]}}}
+    d = derive(raw, {"l2_latency_ns": 150.0})
+    assert d.values["inter_cluster_ticket_ns"] == pytest.approx(750.0 - 150.0)
+    assert "hardware file's l2_latency_ns" in d.how["inter_cluster_ticket_ns"]
+    alone = derive(raw)
+    assert "inter_cluster_ticket_ns" not in alone.values and any(n.startswith("ticket (ns)") for n in alone.notes)

@@ -450,3 +450,17 @@ def test_tma_refill_applies_to_two_stage_wgmma_pipelines_only():
     assert b.bytes == a.bytes
     assert simulate(four, slow).time_ns == simulate(four, base).time_ns
     assert simulate(mma, slow).time_ns == simulate(mma, base).time_ns
+
+
+def test_inter_cluster_ticket_waits_the_measured_protocol_once_per_kernel():
+    """inter_cluster_reduce's ticket (and gemm_wgmma's split-K ticket) takes at least the calibrated
+    fence + atomic protocol; plans without a ticket are untouched; bytes never change."""
+    base, slow = off_and_on("inter_cluster_ticket_ns", 2000.0)
+    ch = ex.chain("g", 128, 1024, 512, 512)
+    split = ex.fused_plan(ch, ClusterShape(1, 1, 1, 1), 64, 64, 64, n_split=4, threads=128)
+    assert any(s.primitive == "inter_cluster_reduce" for s in split.dsm_comm)
+    whole = ex.fused_plan(ch, ClusterShape(1, 4, 1, 1), 64, 64, 64, n_split=1, threads=128)
+    a, b = simulate(split, base), simulate(split, slow)
+    assert b.time_ns - a.time_ns == pytest.approx(2000.0, abs=400.0)
+    assert b.bytes == a.bytes
+    assert simulate(whole, slow).time_ns == simulate(whole, base).time_ns

@@ -230,7 +230,7 @@ def half_miss_bytes(points: list[tuple[int, float]]) -> float | None:
     return None
 
 
-def derive(raw: dict[str, Any]) -> Derived:
+def derive(raw: dict[str, Any], known: dict[str, Any] | None = None) -> Derived:
     d = Derived()
     info = _group(raw, "info")
     if info:
@@ -425,6 +425,26 @@ def derive(raw: dict[str, Any]) -> Derived:
             f"{rate(per_sm, 'v2_frag_g16_t256')}; 66 groups of warps on the same addresses {rate(cont, 'v4_g66')} "
             f"(1 group {rate(cont, 'v4_g1')}); cold 4 MiB workspace, one add per element: v2 fragments "
             f"{rate(cold, 'v2_frag_4mib_p1')}, v4 rows {rate(cold, 'v4_rows_4mib_p1')}")
+    tk = _group(raw, "ticket")
+    if tk and tk.get("cases"):
+        cases = {c["case"]: c for c in tk["cases"] if _positive(c.get("fence_ticket_ns_median"))}
+        # the protocol alone: one red.add.v4 per thread of a quarter of the block, so the fence waits
+        # for almost nothing but its own round trip; the simulator charges the reds' completion one
+        # L2 latency after their bytes, so that latency is not counted twice
+        tiny = [c for name, c in cases.items() if name.endswith("_f256")]
+        l2_lat = d.values.get("l2_latency_ns") or (known or {}).get("l2_latency_ns")  # this run's, else the file's
+        l2_src = "this run's l2 group" if d.values.get("l2_latency_ns") else "the hardware file's l2_latency_ns"
+        every = "; ".join(f"{n}: reds issued {c['issue_ns_median']:.0f}, fence + ticket {c['fence_ticket_ns_median']:.0f}, "
+                          f"last block's convert {c['convert_ns_median']:.0f}, kernel {c['span_ns_median']:.0f}"
+                          for n, c in cases.items())
+        if tiny and _positive(l2_lat):
+            proto = statistics.median(c["fence_ticket_ns_median"] for c in tiny)
+            d.put("inter_cluster_ticket_ns", _r(max(proto - l2_lat, 0.0), 1),
+                  f"{tk.get('method', 'ticket group')}; fence + ticket with a 1 KiB slice per block (median of "
+                  f"{', '.join(sorted(n for n, _c in cases.items() if n.endswith('_f256')))}) {proto:.0f} ns less the "
+                  f"L2 latency the simulator already charges the reds ({l2_lat:.0f} ns, {l2_src}); all cases, ns: {every}")
+        else:
+            d.notes.append(f"ticket (ns): {every}")
     inflight = _group(raw, "hbm_inflight")
     if inflight and inflight.get("cases"):
         one = [c for c in inflight["cases"] if c.get("blocks_per_sm") == 1 and _positive(c.get("latency_ns"))]

@@ -47,7 +47,7 @@ def provenance_for(name: str, how: str, raw: dict[str, Any], d: Derived) -> str:
 
 def calibrated_mapping(raw: dict[str, Any], base: dict[str, Any], source: str = "") -> tuple[dict[str, Any], Derived]:
     """The base mapping with measured fields (and their provenance) replaced."""
-    d = derive(raw)
+    d = derive(raw, base)
     out = dict(base)
     prov = dict(base.get("provenance", {}))
     for name, value in d.values.items():

@@ -225,6 +225,16 @@ class Cohort:
         if self.trace is not None:
             self.trace.span(self.sm_ids, "mma", "mma", start, self.env.now)
 
+    def ticket(self, ticket_bytes: int) -> simpy.Event:
+        """inter_cluster_ticket (dsm_comm.cuh), once a block's red.adds are performed in L2:
+        __threadfence, __syncthreads, one atomicAdd per block, __syncthreads. Its L2 traffic, and at
+        least the calibrated protocol time (`hw.inter_cluster_ticket_ns`) when the hardware file
+        states it (None: one L2 atomic round trip)."""
+        ev = self.mem.atomic_add([], ticket_bytes, self.sms, sm_bytes_per_ns=self.port)
+        if not self.hw.inter_cluster_ticket_ns:
+            return ev
+        return self.env.all_of([ev, self.env.timeout(self.hw.inter_cluster_ticket_ns)])
+
     def dsm_push(self, bytes_per_block: float, pull: bool = False) -> simpy.Event:
         """Remote SMEM traffic on each SM's DSM link: pushes (st.shared::cluster) at the push
         bandwidth, or pulls (ld.shared::cluster) capped at the lower pull bandwidth. `bytes_per_block`

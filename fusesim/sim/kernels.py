@@ -346,8 +346,7 @@ class GemmCohort(Cohort):
         # no split-K kernel of this template has been measured yet
         yield from self.timed(self.mem.atomic_add(gran, l2_bytes, self.sms, cold=True, sm_bytes_per_ns=self.port),
                               "split-K red.add", "store")
-        yield from self.timed(self.mem.atomic_add([], TICKET_BYTES * len(self.coords), self.sms,
-                                                  sm_bytes_per_ns=self.port), "ticket", "store")
+        yield from self.timed(self.ticket(TICKET_BYTES * len(self.coords)), "ticket", "store")
         last = [((m, n), c) for (m, n), c in _counts((m, n) for m, n, s in self.coords if s == self.split - 1)]
         if not last:
             return
@@ -622,9 +621,7 @@ class FusedCohort(Cohort):
 
     def _ticket_and_convert(self):
         e, w = self.layouts["E"], self.layouts[WORKSPACE]
-        yield from self.timed(self.mem.atomic_add([], TICKET_BYTES * len(self.blocks_xy), self.sms,
-                                                  sm_bytes_per_ns=self.port),
-                              "ticket", "store")
+        yield from self.timed(self.ticket(TICKET_BYTES * len(self.blocks_xy)), "ticket", "store")
         last = self._e_slices(last_only=True)
         if not last:
             return

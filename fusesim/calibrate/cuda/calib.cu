@@ -3,7 +3,7 @@
 // One binary, one benchmark group per invocation, so that a fault in one group (a sticky CUDA
 // error, a hang killed by the runner's timeout) loses only that group:
 //     calib GROUP [--quick]        prints one JSON object on stdout
-// Groups: info clock hbm hbm_inflight l2 l2red l2reuse smem dsm dsm_lat barrier occupancy gpc mma wgmma launch verify.
+// Groups: info clock hbm hbm_inflight l2 l2red ticket l2reuse smem dsm dsm_lat barrier occupancy gpc mma wgmma launch verify.
 // `verify` runs the key kernels once with small counts and prints the instruction and byte counts
 // they must execute, for the runner to compare with Nsight Compute (ptxas can merge repeated loads:
 // a bandwidth number is trusted only when the executed instruction count matches).
@@ -688,6 +688,111 @@ static void red_cold_case(Json& j, const char* name, float* ws, size_t ws_bytes,
   j.obj(name).num("vector", V).str("pattern", FRAG ? "frag" : "rows").num("workspace_bytes", (double)ws_bytes);
   j.num("grid", grid).num("threads", kRedThreads).num("partials_per_address", bytes / ws_bytes);
   j.num("bytes", bytes).num("gbps_median", median(g)).nums("gbps", g).close_obj();
+}
+
+// inter_cluster_reduce's protocol as the generated kernels run it (dsm_comm.cuh inter_cluster_ticket):
+// every block red.adds its fp32 E slice into its tile's workspace, then __threadfence, __syncthreads,
+// one atomicAdd on the tile's ticket, __syncthreads; the last of `contributors` blocks fences again,
+// reads the sum (ld.cg), stores bf16 and zeros, and resets the ticket. %globaltimer stamps per block:
+// t0 start, t1 reds issued, t2 ticket known, t3 end (the convert, last blocks only).
+__global__ void __launch_bounds__(256) k_ticket(float* ws, int* tickets, uint16_t* out, int contributors, int tiles,
+                                                int floats_per_block, uint64_t* stamps) {
+  __shared__ int last;
+  const int tile = blockIdx.x % tiles;
+  float* w = ws + (size_t)tile * floats_per_block;
+  const uint64_t t0 = gtimer();
+  for (int i = threadIdx.x * 4; i < floats_per_block; i += blockDim.x * 4) red_vec<4>(w + i, 1.0f);
+  const uint64_t t1 = gtimer();
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(tickets + tile, 1) == contributors - 1;
+  __syncthreads();
+  const uint64_t t2 = gtimer();
+  if (last) {
+    __threadfence();
+    for (int i = threadIdx.x * 4; i < floats_per_block; i += blockDim.x * 4) {
+      const float4 v = __ldcg(reinterpret_cast<const float4*>(w + i));
+      uint16_t* o = out + (size_t)tile * floats_per_block + i;
+      o[0] = (uint16_t)v.x; o[1] = (uint16_t)v.y; o[2] = (uint16_t)v.z; o[3] = (uint16_t)v.w;
+      __stcg(reinterpret_cast<float4*>(w + i), make_float4(0.f, 0.f, 0.f, 0.f));
+    }
+    if (threadIdx.x == 0) tickets[tile] = 0;
+  }
+  __syncthreads();
+  const uint64_t t3 = gtimer();
+  if (threadIdx.x == 0) {
+    uint64_t* st = stamps + 5 * (size_t)blockIdx.x;
+    st[0] = t0; st[1] = t1; st[2] = t2; st[3] = t3; st[4] = last;
+  }
+}
+
+static void group_ticket(Json& j) {
+  const int sms = sm_count();
+  const int reps = g_quick ? 3 : 9;
+  const size_t flush_bytes = (size_t)256 << 20;
+  const size_t max_floats = (size_t)4 << 20;  // 16 MiB of workspace
+  float* ws;
+  int* tickets;
+  uint16_t* out;
+  uint64_t* stamps;
+  uint4* flush;
+  uint32_t* sink;
+  CK(cudaMalloc(&ws, max_floats * 4));
+  CK(cudaMalloc(&out, max_floats * 2));
+  CK(cudaMalloc(&tickets, 4096 * sizeof(int)));
+  CK(cudaMalloc(&stamps, 5 * 4096 * sizeof(uint64_t)));
+  CK(cudaMalloc(&flush, flush_bytes));
+  CK(cudaMalloc(&sink, 16));
+  CK(cudaMemset(ws, 0, max_floats * 4));
+  CK(cudaMemset(tickets, 0, 4096 * sizeof(int)));
+  CK(cudaMemset(flush, 0x11, flush_bytes));
+  CK(cudaDeviceSynchronize());
+  struct Case { const char* name; int tiles, contributors, floats; };
+  // shapes of the generated kernels' inter_cluster_reduce: E slice floats per block, n_split contributors
+  const Case cases[] = {{"t2_c4_f4096", 2, 4, 4096},     {"t1_c8_f4096", 1, 8, 4096},     {"t33_c4_f4096", 33, 4, 4096},
+                        {"t16_c8_f16384", 16, 8, 16384}, {"t2_c64_f32768", 2, 64, 32768}, {"t132_c1_f4096", 132, 1, 4096},
+                        {"t2_c4_f256", 2, 4, 256},       {"t33_c4_f256", 33, 4, 256}};
+  j.num("threads", 256).num("reps", reps).arr("cases");
+  std::vector<uint64_t> h(5 * 4096);
+  for (const Case& c : cases) {
+    const int grid = c.tiles * c.contributors;
+    if (grid > 4096 || (size_t)c.tiles * c.floats > max_floats) continue;
+    std::vector<double> issue, ticket, convert, span;
+    for (int r = 0; r < reps + 1; ++r) {
+      k_read<<<sms * 2, 1024>>>(flush, flush_bytes / 16, sink);  // the timed kernels find a cold L2
+      k_ticket<<<grid, 256>>>(ws, tickets, out, c.contributors, c.tiles, c.floats, stamps);
+      CK(cudaGetLastError());
+      CK(cudaMemcpy(h.data(), stamps, 5 * grid * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+      if (r == 0) continue;  // module load
+      uint64_t lo = ~0ull, hi = 0;
+      std::vector<double> is, tk, cv;
+      for (int b = 0; b < grid; ++b) {
+        const uint64_t* st = &h[5 * b];
+        lo = std::min(lo, st[0]);
+        hi = std::max(hi, st[3]);
+        is.push_back((double)(st[1] - st[0]));
+        tk.push_back((double)(st[2] - st[1]));
+        if (st[4]) cv.push_back((double)(st[3] - st[2]));
+      }
+      issue.push_back(median(is));
+      ticket.push_back(median(tk));
+      convert.push_back(median(cv));
+      span.push_back((double)(hi - lo));
+    }
+    j.obj().str("case", c.name).num("tiles", c.tiles).num("contributors", c.contributors);
+    j.num("floats_per_block", c.floats).num("grid", grid);
+    j.num("issue_ns_median", median(issue)).num("fence_ticket_ns_median", median(ticket));
+    j.num("convert_ns_median", median(convert)).num("span_ns_median", median(span));
+    j.nums("fence_ticket_ns", ticket).close_obj();
+  }
+  j.close_arr();
+  j.str("method", "k_ticket: 256-thread blocks, per block red.global.add.v4.f32 of its E slice into its tile's fp32 workspace, then dsm_comm.cuh's inter_cluster_ticket (threadfence, syncthreads, atomicAdd, syncthreads) and the last block's convert (threadfence, ld.cg, store, zero); L2 flushed (256 MiB read) before every launch; %globaltimer per block: reds issued, fence + ticket, convert; median over blocks, then over reps");
+  CK(cudaFree(ws));
+  CK(cudaFree(out));
+  CK(cudaFree(tickets));
+  CK(cudaFree(stamps));
+  CK(cudaFree(flush));
+  CK(cudaFree(sink));
 }
 
 static void group_l2red(Json& j) {
@@ -1651,6 +1756,7 @@ int main(int argc, char** argv) {
   else if (g == "hbm") group_hbm(j);
   else if (g == "l2") group_l2(j);
   else if (g == "l2red") group_l2red(j);
+  else if (g == "ticket") group_ticket(j);
   else if (g == "l2reuse") group_l2reuse(j);
   else if (g == "hbm_inflight") group_hbm_inflight(j);
   else if (g == "smem") group_smem(j);
