@@ -250,7 +250,26 @@ def final_run_section(rows: list[Row]) -> list[str]:
             lines.append(f"| {case} | {_family(pb)}: {pb.label} ({pb.measured_us:.2f} / {pb.predicted_us:.2f}) | "
                          f"{_family(mb)}: {mb.label} ({mb.measured_us:.2f} / {mb.predicted_us:.2f}) | "
                          f"{100 * loss:.0f}% |")
+    lines += ["", *_final_run_mechanisms(rows)]
     return lines + [""]
+
+
+def _final_run_mechanisms(rows: list[Row]) -> list[str]:
+    """The fused_wgmma groups whose mean error is beyond 5% (what is off, by mechanism)."""
+    fw = [r for r in rows if r.plan is not None and r.plan.instruction == "wgmma" and r.plan.strategy != "unfused"]
+    groups = {
+        "cluster (1,1,2,2) with n_split >= 32 (exchange, then red.add of 32 or more partials per tile)":
+            lambda r: (r.plan.cluster.k, r.plan.cluster.l, r.plan.cluster.n) == (2, 2, 1) and r.plan.n_split >= 32,
+        "dsm_reduce_scatter over 8 or more blocks (bulk copies to their owners)": lambda r: r.plan.cluster.reduce >= 8,
+        "2-stage TMA rings": lambda r: r.plan.stages == 2,
+    }
+    out = ["What is still off in the final run (fused_wgmma groups, mean signed error and MAPE):"]
+    for name, sel in groups.items():
+        got = [r for r in fw if sel(r)]
+        if got:
+            out.append(f"- {name}: {len(got)} kernels, {100 * statistics.mean(r.error for r in got):+.1f}% mean, "
+                       f"{pct(statistics.mean(abs(r.error) for r in got))} MAPE")
+    return out
 
 
 def _fused_counter_errors(rows: list[Row], counter: str) -> list[tuple[float, Row]]:
