@@ -150,7 +150,7 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = "final_p
         "  8.1 us + bytes / 4.18 TB/s (gemm0) and 9.6 us + bytes / 3.83 TB/s (gemm1): the weights stream near",
         "  the HBM rate, the two kernels' fixed costs are what is left. A per-block timeline",
         "  (results/h200/probe_wgmma_timeline.json) splits them: 1.3-1.9 us to the first stage, gemm0's",
-        "  epilogue (4-byte fragment stores of C') 1.2-4.5 us, gemm1's wait for gemm0, and gemm1's split-K",
+        "  last wgmma to block end (C' stores) 1.2-4.5 us, gemm1's wait for gemm0, and gemm1's split-K",
         "  red.add + ticket + convert 2-5 us. Staging gemm0's epilogue through SMEM for 16-byte stores",
         "  (results/h200/epilogue_trial_*.json, the 36 unfused wgmma plans) measured a median 0.997x: the",
         "  C' stores wait behind the weight stream at the tail, not on their instructions (not kept).",
