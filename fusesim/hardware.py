@@ -39,7 +39,7 @@ _OPTIONAL = {"cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_asy
              "inter_cluster_ticket_ns"}
 
 
-MAX_REFILL_NS = 1000.0  # bound on cp_async_refill_ns, fused_wgmma_stage_ns: instruction work within one stage
+MAX_REFILL_NS = 1000.0  # bound on cp_async_refill_ns, tma_refill_ns, fused_wgmma_stage_ns: work within one stage
 
 
 class TensorRates(BaseModel):

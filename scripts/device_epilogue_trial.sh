@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call (the staged-epilogue trial, 2026-12-03; template change not kept): re-time the final run's unfused gemm_wgmma plans (results/h200/plans_epilogue_trial.json)
-# with the current template next to PyTorch, then the per-block timeline probe.
+# with the current template next to PyTorch, then the per-block timeline probe. The trial ran with
+# `git apply results/h200/epilogue_trial.patch` (gemm0's epilogue staged through SMEM) applied.
 # Prepare HERE: FUSESIM_CACHE=.fscache python3 scripts/prebuild.py --plans-file results/h200/plans_epilogue_trial.json
 #   (and the probe's kernels), tar -cJf .fscarry/cache.tar.xz .fscache; carry .whl and .fscarry.
 set -uo pipefail

@@ -79,9 +79,9 @@ def main() -> int:
 
     out = Path(sys.argv[1])
     sys.path.insert(0, str(Path(__file__).parent))
-    from wgmma_variants import _base_plans
+    from wgmma_variants import base_plans
 
-    plans = _base_plans()
+    plans = base_plans()
     flush = L2Flusher()
     result = {"what": __doc__.splitlines()[0], "gpu": torch.cuda.get_device_name(), "cases": {}}
     host = (ctypes.c_ulonglong * (2 * 4096 * 5))()

@@ -1,11 +1,11 @@
 """Unfused gemm_wgmma variants of the weight-streaming cases, for one device run that asks which
 tile width, split-K and ring depth each GEMM of the chain wants when M = 128 and the weights stream.
 
-Per case (the final run's fastest unfused wgmma plan as the base): each GEMM alone takes every
-block_n, split and stage count whose grid fills one wave (64-132 blocks at one block per SM, or up
-to two waves when two blocks fit an SM), the other GEMM kept at the base; plus both GEMMs at a ring
-small enough that a gemm1 block fits next to a gemm0 block (so the programmatic dependent launch
-can start gemm1's weight loads while gemm0 drains). Writes {case: [{plan, source}]} for
+Per case (the final run's fastest unfused wgmma plan as the base): each GEMM alone, the other kept
+at the base, takes per block_n the split whose grid comes closest to one block per SM (with the
+deepest ring and a 4-deep one) and the split closest to two blocks per SM (the deepest ring two of
+which fit an SM); plus both GEMMs at rings small enough that a gemm1 block fits next to a gemm0
+block (so the programmatic dependent launch can start gemm1's weight loads while gemm0 drains). Writes {case: [{plan, source}]} for
 `fusesim bench --plans file:...`. Runs here, no GPU:
 
     python3 scripts/wgmma_variants.py --out results/h200/plans_wgmma_sweep.json
@@ -35,7 +35,7 @@ CASES = ("G5", "G8", "S1", "S2", "S3", "S4", "S5", "S6", "S7")
 FINALS = ("results/h200/final_paper_gemm_chains.json", "results/h200/final_paper_gated_ffn.json")
 
 
-def _base_plans() -> dict[str, Plan]:
+def base_plans() -> dict[str, Plan]:
     """Per case, the final run's fastest verified unfused wgmma plan."""
     best: dict[str, tuple[float, Plan]] = {}
     for f in FINALS:
@@ -65,7 +65,7 @@ def _kernel_variants(kern: Kernel, rows: int, cols: int, depth: int, gated: bool
         if cols % bn or (gated and bn > 128):
             continue
         tiles = -(-rows // 128) * (cols // bn)
-        splits = [s for s in range(1, min(WGMMA_MAX_SPLIT, depth // 64) + 1)]
+        splits = list(range(1, min(WGMMA_MAX_SPLIT, depth // 64) + 1))
         fits = [st for st in (2, 3, 4, 6) if wgmma_gemm_smem_bytes(128, bn, st, gated) <= SMEM_LIMIT_BYTES]
         one = [s for s in splits if tiles * s <= SM_COUNT]
         if one and fits:
@@ -122,7 +122,7 @@ def main() -> int:
     ap.add_argument("--max-per-case", type=int, default=24)
     args = ap.parse_args()
     frozen: dict[str, list[dict[str, Any]]] = {}
-    for case, base in sorted(_base_plans().items()):
+    for case, base in sorted(base_plans().items()):
         vs = variants(base)[: args.max_per_case]
         frozen[case] = [{"plan": p.to_dict(), "source": why} for p, why in vs]
         print(f"{case}: {len(vs)} plans")

@@ -431,17 +431,17 @@ def derive(raw: dict[str, Any], known: dict[str, Any] | None = None) -> Derived:
         # the protocol alone: one red.add.v4 per thread of a quarter of the block, so the fence waits
         # for almost nothing but its own round trip; the simulator charges the reds' completion one
         # L2 latency after their bytes, so that latency is not counted twice
-        tiny = [c for name, c in cases.items() if name.endswith("_f256")]
+        tiny = {name: c for name, c in cases.items() if name.endswith("_f256")}
         l2_lat = d.values.get("l2_latency_ns") or (known or {}).get("l2_latency_ns")  # this run's, else the file's
         l2_src = "this run's l2 group" if d.values.get("l2_latency_ns") else "the hardware file's l2_latency_ns"
         every = "; ".join(f"{n}: reds issued {c['issue_ns_median']:.0f}, fence + ticket {c['fence_ticket_ns_median']:.0f}, "
                           f"last block's convert {c['convert_ns_median']:.0f}, kernel {c['span_ns_median']:.0f}"
                           for n, c in cases.items())
         if tiny and _positive(l2_lat):
-            proto = statistics.median(c["fence_ticket_ns_median"] for c in tiny)
+            proto = statistics.median(c["fence_ticket_ns_median"] for c in tiny.values())
             d.put("inter_cluster_ticket_ns", _r(max(proto - l2_lat, 0.0), 1),
                   f"{tk.get('method', 'ticket group')}; fence + ticket with a 1 KiB slice per block (median of "
-                  f"{', '.join(sorted(n for n, _c in cases.items() if n.endswith('_f256')))}) {proto:.0f} ns less the "
+                  f"{', '.join(sorted(tiny))}) {proto:.0f} ns less the "
                   f"L2 latency the simulator already charges the reds ({l2_lat:.0f} ns, {l2_src}); all cases, ns: {every}")
         else:
             d.notes.append(f"ticket (ns): {every}")
