@@ -13,7 +13,10 @@ What the generated kernels are (fusesim/codegen):
   one N chunk (see `fused_wgmma_problem`; dsm_comm pushes with st.async and bulk DSM copies that
   complete on the receiver's mbarrier, layout in `fused_wgmma_layout`). Split-K is expressed by a kernel's grid_blocks = split x its
   output tiles (any split 1..16; part s reduces k tiles [s*T/split, (s+1)*T/split) of the T =
-  depth / 64; fp32 workspace + per-tile ticket; the last block runs the epilogue).
+  depth / 64; fp32 workspace + per-tile ticket; the last block runs the epilogue), or, when the
+  kernel's cluster_size equals its split (non-gated, split <= 8, `dsm_split_problem`), through DSM:
+  the split parts of a tile are one cluster that parks fp32 partials in the drained ring and sums
+  them with dsm_reduce_scatter (no workspace, no ticket).
 * `unfused`: two kernels, gemm0 (activation or gating epilogue, bf16 C' to global) and gemm1.
 * `smem` / `dsm`: one fused kernel. The fp32 E accumulator of a block (block_m x block_l) stays in
   registers through GEMM1 when `e_in_regs(plan)` (one N chunk, <= 128 floats per thread) and then
@@ -181,11 +184,53 @@ def kernel_split(kern: Kernel, rows: int, cols: int) -> int:
     return kern.grid_blocks // tiles if tiles and kern.grid_blocks % tiles == 0 else 0
 
 
+WGMMA_REG_OVERHEAD = 32  # registers per thread beside the accumulators (addresses, descriptors, loop state)
+
+
+def wgmma_gemm_regs_per_thread(block_n: int, gated: bool) -> int:
+    """Registers per thread of a gemm_wgmma kernel: a consumer thread holds block_n / 2 fp32
+    accumulators per operand (gate and up when gated) and the block is allocated uniformly, the
+    producer warpgroup included. On the H200 two 384-thread blocks of block_n 64 share an SM and
+    two of block_n 128 do not (results/h200/dsm_split_trial_*.json): 32 + 32 <= 85 < 64 + 32."""
+    return ((block_n // 2) * (2 if gated else 1) + WGMMA_REG_OVERHEAD + 7) // 8 * 8
+
+
+DSM_SPLIT_MAX = 8  # portable cluster size: the split parts of a tile reduce through DSM in one cluster
+DSM_SPLIT_PITCH_PAD = 4  # floats of padding per row of the fp32 partial parked in the ring (gemm_wgmma.cu.j2 LDP)
+
+
+def dsm_split_partial_bytes(block_m: int, block_n: int) -> int:
+    """SMEM the fp32 partial tile of a DSM split-K part takes (it reuses the drained ring)."""
+    return block_m * (block_n + DSM_SPLIT_PITCH_PAD) * 4
+
+
+def dsm_split_problem(kern: Kernel, split: int, gated: bool) -> str | None:
+    """Why a gemm_wgmma kernel cannot reduce its split-K parts through DSM (cluster_size = split:
+    the parts of a tile form a cluster, park fp32 partials in SMEM, and dsm_reduce_scatter sums
+    block_n / split columns each); None: it can."""
+    t = kern.tiles
+    if kern.cluster_size != split or split < 2:
+        return (f"cluster_size {kern.cluster_size} must equal the split-K factor {split} (>= 2): "
+                "a cluster holds the split parts of one tile")
+    if split > DSM_SPLIT_MAX:
+        return f"DSM split-K of {split} parts exceeds the portable cluster size {DSM_SPLIT_MAX}"
+    if gated:
+        return "DSM split-K is generated for the non-gated GEMMs only"
+    if t.block_n % (4 * split):
+        return f"block_n {t.block_n} does not give each of the {split} parts whole float4 columns"
+    ring = kern.stages * (t.block_m + t.block_n) * WGMMA_BLOCK_K * 2
+    if dsm_split_partial_bytes(t.block_m, t.block_n) > ring:
+        return (f"the fp32 partial ({dsm_split_partial_bytes(t.block_m, t.block_n)} B) does not fit the "
+                f"{kern.stages}-stage ring ({ring} B)")
+    return None
+
+
 def wgmma_gemm_problem(kern: Kernel, rows: int, cols: int, depth: int, gated: bool) -> str | None:
     """Why the gemm_wgmma template cannot instantiate this kernel (None: it can). Supported:
     block_m 64 | 128 (threads 256 | 384), block_n 64 | 128 | 256 (gated <= 128) dividing the output
     width, block_k 64 dividing the depth, stages 2..MAX_STAGES within SMEM, split 1..16 with at least
-    one k tile per part, no cluster."""
+    one k tile per part; no cluster (split-K through the L2 workspace), or a cluster of the split
+    parts (split-K through DSM, `dsm_split_problem`)."""
     t = kern.tiles
     if t.block_m not in WGMMA_BLOCK_M or t.block_n not in WGMMA_BLOCK_N or t.block_k != WGMMA_BLOCK_K:
         return (f"{kern.name}: wgmma tiles {t.block_m}x{t.block_n}x{t.block_k} (block_m in {WGMMA_BLOCK_M}, "
@@ -194,14 +239,16 @@ def wgmma_gemm_problem(kern: Kernel, rows: int, cols: int, depth: int, gated: bo
         return f"{kern.name}: gated wgmma kernel with block_n {t.block_n} > 128 (two accumulators exceed registers)"
     if kern.threads != wgmma_threads(t.block_m):
         return f"{kern.name}: threads = {kern.threads}, the wgmma template runs {wgmma_threads(t.block_m)} for block_m {t.block_m}"
-    if kern.cluster_size != 1:
-        return f"{kern.name}: unfused GEMM kernels run without clusters"
     if cols % t.block_n:
         return f"{kern.name}: block_n = {t.block_n} must divide {cols}"
     split = kernel_split(kern, rows, cols)
     if not 1 <= split <= WGMMA_MAX_SPLIT:
         return (f"{kern.name}: grid_blocks {kern.grid_blocks} is not 1..{WGMMA_MAX_SPLIT} x the output tiles "
                 "(split-K)")
+    if kern.cluster_size != 1:
+        why = dsm_split_problem(kern, split, gated)
+        if why:
+            return f"{kern.name}: {why}"
     if depth % WGMMA_BLOCK_K:
         return f"{kern.name}: reduction {depth} must be a multiple of block_k {WGMMA_BLOCK_K}"
     if depth // WGMMA_BLOCK_K < split:

@@ -215,7 +215,9 @@ class Plan:
         c = self.cluster
         return (f"{self.strategy}: cluster ({c.m},{c.n},{c.k},{c.l}) tiles "
                 f"{self.tiles.block_m}x{self.tiles.block_n}x{self.tiles.block_k}x{self.tiles.block_l} "
-                f"grid {self.grid_m}x{self.n_split} passes {self.n_passes} stages {self.stages}")
+                f"grid {self.grid_m}x{self.n_split} passes {self.n_passes} stages {self.stages}"
+                + "".join(f", {k.op} split-K over DSM clusters of {k.cluster_size}"
+                          for k in self.kernels if self.strategy == "unfused" and k.cluster_size > 1))
 
 
 _NESTED = {"chain", "schedule", "cluster", "tiles", "placement", "dsm_comm", "kernels", "notes"}

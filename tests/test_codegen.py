@@ -117,6 +117,37 @@ def test_wgmma_capability_rejects_with_a_reason(kw, reason):
     assert not ok and reason in why, why
 
 
+@pytest.mark.parametrize("kw, reason", [
+    ({"gated": True}, "non-gated GEMMs only"),
+    ({"split0": 16}, "portable cluster size"),
+    ({"bn": 64, "split0": 3}, "whole float4 columns"),
+    ({"bn": 256, "stages": 2}, "does not fit"),
+])
+def test_dsm_split_k_capability_rejects_with_a_reason(kw, reason):
+    gated, k = kw.pop("gated", False), kw.pop("k", 2048)
+    ch = _ffn("w", 128, 1024, k, 512, gated=gated)
+    plan = unfused_wgmma(ch, **{"bm": 128, "bn": 128, "stages": 4, "split0": 4, **kw}, dsm_split=(True, False))
+    ok, why = can_build(plan)
+    assert not ok and reason in why, why
+    k0 = plan.kernels[0]
+    lone = plan.with_(kernels=(k0.__class__(**{**k0.__dict__, "cluster_size": 2}),
+                               plan.kernels[1]))
+    assert "must equal the split-K factor" in can_build(lone)[1]
+
+
+def test_dsm_split_k_source_reduces_in_the_cluster():
+    plans = representative_plans()
+    src = generate(plans["gemm_wgmma_dsm_split_predicated"]).code
+    for text in ("fs::dsm_reduce_scatter<BM, SLICE, SPLIT, THREADS>", "cudaLaunchAttributeClusterDimension",
+                 "constexpr long WS_FLOATS = 0;", "fs::launch_ok(THREADS, GRID, 4)", "fs::launch_ok(THREADS, GRID, 2)",
+                 "fs_cluster_size() { return 4; }"):
+        assert text in src, text
+    assert "red_add_f32x2" not in src and "inter_cluster_ticket" not in src
+    l2 = generate(plans["gemm_wgmma_split"]).code
+    assert "dsm_reduce_scatter" not in l2 and "cudaLaunchAttributeClusterDimension" not in l2
+    assert "fs_cluster_size() { return 1; }" in l2
+
+
 def test_wgmma_rejections_outside_the_template():
     plan = unfused_wgmma(CH, 128, 128, 4)
     k0 = plan.kernels[0]

@@ -464,3 +464,45 @@ def test_inter_cluster_ticket_waits_the_measured_protocol_once_per_kernel():
     assert b.time_ns - a.time_ns == pytest.approx(2000.0, abs=400.0)
     assert b.bytes == a.bytes
     assert simulate(whole, slow).time_ns == simulate(whole, base).time_ns
+
+
+def test_dsm_split_k_moves_partials_over_dsm_not_through_a_workspace():
+    """gemm_wgmma with a GEMM's split parts as one cluster: the simulator's DSM bytes are the
+    analyzer's (each part reads its block_n / split columns of every peer's fp32 partial, with
+    dsm_reduce_scatter's wire bytes), there is no workspace, and the L2 traffic of the red.adds,
+    workspace read-back and zeroing is gone."""
+    from fusesim.codegen.handplans import unfused_wgmma
+    from fusesim.planner.dataflow import analyze
+    from fusesim.planner.dsm_comm import wire_factor
+    from fusesim.sim.kernels import split_workspaces
+
+    h = hw()
+    ch = ex.chain("dsk", 128, 2048, 1024, 2048, activation="gelu")
+    l2 = unfused_wgmma(ch, 128, 128, 4, split1=4)
+    dsm = unfused_wgmma(ch, 128, 128, 4, split1=4, dsm_split=(False, True))
+    assert split_workspaces(l2) and not split_workspaces(dsm)
+    a, b = simulate(l2, h), simulate(dsm, h)
+    tiles = 2048 // 128
+    want = tiles * 3 * 128 * 128 * 4 * float(wire_factor("dsm_reduce_scatter", 0, 0, 32 * 4))
+    assert b.bytes["dsm"] == pytest.approx(want) == pytest.approx(analyze(dsm, h).dsm)
+    assert a.bytes["dsm"] == 0
+    assert b.bytes["l2_write"] < a.bytes["l2_write"] - 4 * ch.m * ch.l * 4  # no split + 1 workspace passes
+    assert split_k_protocol_bytes(dsm)["l2_write"] == 0
+
+
+def test_gemm_wgmma_occupancy_follows_its_accumulators():
+    """The gemm_wgmma template's register use is its consumers' accumulators (capability's rule), not
+    the plan's estimate: two 384-thread blocks with block_n 64 share an SM, with block_n 128 they do
+    not (H200, results/h200/dsm_split_trial_*.json)."""
+    from fusesim.capability import wgmma_gemm_regs_per_thread
+    from fusesim.codegen.handplans import unfused_wgmma
+
+    h = hw()
+    assert h.blocks_per_sm(80_000, 384, wgmma_gemm_regs_per_thread(64, False)) == 2
+    assert h.blocks_per_sm(80_000, 384, wgmma_gemm_regs_per_thread(128, False)) == 1
+    ch = ex.chain("occ", 128, 4096, 1024, 2048)
+    for bn, want in ((64, 2), (128, 1)):
+        plan = unfused_wgmma(ch, 128, bn, 3)
+        assert plan.kernels[1].regs_per_thread == 128  # the hand plan's default estimate is not used
+        r = simulate(plan, h)
+        assert [k["blocks_per_sm"] for k in r.kernels] == [want, want], bn

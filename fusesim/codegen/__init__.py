@@ -164,6 +164,7 @@ def render_gemm_wgmma(plan: Plan, name: str, prefetch_max_bytes: int | None = No
             "split": kernel_split(kern, rows, cols), "gated": gated, "epilogue": act, "epilogue_act": act,
             "smem_bytes": wgmma_gemm_smem_bytes(t.block_m, t.block_n, kern.stages, gated),
             "mma_asm": wgmma_asm(t.block_n), "pdl_primary": idx == 0, "pdl_secondary": idx == 1,
+            "cluster": kern.cluster_size,
             "prefetch_bytes": min(d_bytes, cap) // 16 * 16 if idx == 0 else 0,
         })
     return _env().get_template("gemm_wgmma.cu.j2").render(**_common_vars(plan), gemms=gemms)

@@ -39,13 +39,16 @@ def unfused(ch: Chain, bm: int = 64, bn: int = 64, bk: int = 64, stages: int = 3
 
 
 def unfused_wgmma(ch: Chain, bm: int = 128, bn: int = 128, stages: int = 4, split0: int = 1, split1: int = 1,
-                  bm1: int | None = None, bn1: int | None = None, stages1: int | None = None) -> Plan:
-    """gemm0 then gemm1 on the gemm_wgmma template (block_k 64); split-K = grid_blocks / output tiles."""
+                  bm1: int | None = None, bn1: int | None = None, stages1: int | None = None,
+                  dsm_split: tuple[bool, bool] = (False, False)) -> Plan:
+    """gemm0 then gemm1 on the gemm_wgmma template (block_k 64); split-K = grid_blocks / output tiles,
+    reduced through the L2 workspace, or through DSM where `dsm_split` says so for that GEMM (its
+    split parts are one cluster)."""
     bm1, bn1, st1 = bm1 or bm, bn1 or bn, stages1 or stages
-    k0 = Kernel("gemm0", "gemm0", -(-ch.m // bm) * (ch.n // bn) * split0, 1, wgmma_threads(bm),
-                wgmma_gemm_smem_bytes(bm, bn, stages, ch.gated), Tiles(bm, bn, 64), stages)
-    k1 = Kernel("gemm1", "gemm1", -(-ch.m // bm1) * (ch.l // bn1) * split1, 1, wgmma_threads(bm1),
-                wgmma_gemm_smem_bytes(bm1, bn1, st1, False), Tiles(bm1, bn1, 64), st1)
+    k0 = Kernel("gemm0", "gemm0", -(-ch.m // bm) * (ch.n // bn) * split0, split0 if dsm_split[0] else 1,
+                wgmma_threads(bm), wgmma_gemm_smem_bytes(bm, bn, stages, ch.gated), Tiles(bm, bn, 64), stages)
+    k1 = Kernel("gemm1", "gemm1", -(-ch.m // bm1) * (ch.l // bn1) * split1, split1 if dsm_split[1] else 1,
+                wgmma_threads(bm1), wgmma_gemm_smem_bytes(bm1, bn1, st1, False), Tiles(bm1, bn1, 64), st1)
     return Plan(case_id=ch.case_id, chain=ch, strategy="unfused", schedule=Schedule("MNK", "MN"),
                 cluster=ClusterShape(), tiles=Tiles(bm, bn, 64), grid_m=0, n_split=1, n_passes=1,
                 stages=stages, threads=wgmma_threads(bm), instruction="wgmma",
@@ -266,6 +269,11 @@ def representative_plans() -> dict[str, Plan]:
                                              bn1=64),
         "gemm_wgmma_silu_n64": unfused_wgmma(_chain("ts", 33, 256, 128, 128, "silu"), 64, 64, 2, split0=2),
         "gemm_wgmma_none_n256": unfused_wgmma(_chain("tn", 128, 512, 256, 512, "none"), 128, 256, 4, split0=2),
+        # split-K through DSM: the parts of a tile are one cluster (dsm_reduce_scatter of fp32 partials)
+        "gemm_wgmma_dsm_split_predicated": unfused_wgmma(_chain("td", 200, 1024, 512, 512, "gelu"), 128, 128, 4,
+                                                         split0=2, split1=4, dsm_split=(True, True)),
+        "gemm_wgmma_dsm_split8_m64": unfused_wgmma(_chain("te", 48, 512, 1024, 256, "relu"), 64, 64, 3,
+                                                   split0=8, split1=2, dsm_split=(True, True)),
         # fused_wgmma (TMA + wgmma fused): one N chunk per cluster, every dsm_comm form
         "fused_wgmma_smem_inter_cluster": fused(_REP_FFN, ClusterShape(1, 1, 1, 1), 64, 128, 64, n_split=16,
                                                 stages=4, instruction="wgmma"),

@@ -37,6 +37,8 @@ def family_plans() -> dict[str, Plan]:
             _ffn("san-wg-gated", 200, 512, 512, 256, gated=True), 128, 128, 4, split0=2, split1=4),
         "gemm_wgmma (64-row tiles, split-K 3, M = 33), cluster 1": unfused_wgmma(
             _ffn("san-wg", 33, 256, 768, 128, "gelu"), 64, 64, 4, split0=1, split1=3, bn1=64),
+        "gemm_wgmma (split-K through DSM 2 + 4, predicated M), clusters 2 and 4": unfused_wgmma(
+            _ffn("san-wg-dsm", 200, 512, 512, 256, "gelu"), 128, 128, 4, split0=2, split1=4, dsm_split=(True, True)),
         "fused smem (inter_cluster_reduce), cluster 1": fused(ch, ClusterShape(1, 1, 1, 1), 64, 64, 64, n_split=4),
         "fused dsm (exchange add + inter_cluster_reduce), cluster 2": fused(ch, ClusterShape(1, 1, 2, 2), 64, 64, 64,
                                                                              n_split=2),
@@ -109,7 +111,7 @@ def _finish(name: str, tool: str, proc: Any, log: Path, plan: Plan) -> dict[str,
     summary = [ln.strip() for ln in text.splitlines() if "SUMMARY" in ln or "Error" in ln][-6:]
     print(f"{tool:9s} rc={rc:3d} {name}: {' | '.join(summary)[:160]}", flush=True)
     return {"family": name, "tool": tool, "rc": rc, "summary": summary, "plan": plan.summary(),
-            "case": plan.case_id, "cluster_size": plan.cluster.size}
+            "case": plan.case_id, "cluster_size": max([plan.cluster.size, *(k.cluster_size for k in plan.kernels)])}
 
 
 if __name__ == "__main__":

@@ -214,8 +214,10 @@ def split_k_protocol_bytes(plan: Plan) -> dict[str, float]:
     (one slab per accumulated operand: gate and up for a gated GEMM0) into an M x cols workspace
     (L2 writes; first touch from HBM, where it lives between launches), takes a ticket per block;
     the last part of a tile reads the sums (L2 read), stores the output and writes zeros back and
-    resets the ticket (L2 writes)."""
-    out = {"l2_read": 0.0, "l2_write": 0.0, "hbm_read": 0.0}
+    resets the ticket (L2 writes). A kernel whose split parts form a cluster (cluster_size = split)
+    reduces through DSM instead: each part reads its block_n / split columns of every peer's fp32
+    partial (dsm_reduce_scatter's wire bytes), no workspace."""
+    out = {"l2_read": 0.0, "l2_write": 0.0, "hbm_read": 0.0, "dsm": 0.0}
     if plan.strategy != "unfused":
         return out
     ch = plan.chain
@@ -227,6 +229,11 @@ def split_k_protocol_bytes(plan: Plan) -> dict[str, float]:
         tiles = -(-ch.m // kern.tiles.block_m) * -(-cols // kern.tiles.block_n)
         split = max(kern.grid_blocks // max(tiles, 1), 1)
         if split <= 1:
+            continue
+        if kern.cluster_size > 1:
+            slice_bytes = kern.tiles.block_n // split * SPLIT_WORKSPACE_BYTES
+            payload = tiles * (split - 1) * kern.tiles.block_m * kern.tiles.block_n * parts * SPLIT_WORKSPACE_BYTES
+            out["dsm"] += float(payload * wire_factor("dsm_reduce_scatter", 0, 0, slice_bytes))
             continue
         ws = float(ch.m * cols * parts * SPLIT_WORKSPACE_BYTES)
         out["l2_read"] += ws

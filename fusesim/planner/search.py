@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from fusesim.capability import wgmma_gemm_regs_per_thread
 from fusesim.hardware import Hardware
 from fusesim.plan import ClusterShape, Kernel, Plan, Schedule, Tiles
 from fusesim.planner.cost import Prediction, fused_cost, predict
@@ -305,7 +306,7 @@ def _wgmma_options(rows: int, cols: int, red: int, gated: bool, hw: Hardware) ->
         for bn in (64, 128, 256):
             if cols % bn or (gated and bn > 128) or threads > hw.max_threads_per_block:
                 continue
-            if not regs_fit(gemm_regs_per_thread(bm, bn, threads, gated), threads, hw):
+            if not regs_fit(wgmma_gemm_regs_per_thread(bn, gated), threads, hw):
                 continue
             stages = max((st for st in range(2, MAX_GEMM_STAGES + 1)
                           if wgmma_gemm_smem_bytes(bm, bn, st, gated) <= hw.smem_per_block_bytes), default=0)
@@ -330,9 +331,10 @@ def _gemm_kernel(chain: Chain, name: str, op: str, opt: tuple, gated: bool, tile
     split = opt[5] if len(opt) > 5 else 1
     smem = (wgmma_gemm_smem_bytes(bm, bn, stages, gated) if family == "wgmma"
             else gemm_smem_bytes(bm, bn, bk, stages, gated))
+    regs = (wgmma_gemm_regs_per_thread(bn, gated) if family == "wgmma"
+            else gemm_regs_per_thread(bm, bn, threads, gated))
     return Kernel(name=name, op=op, grid_blocks=tiles * split, cluster_size=1, threads=threads,
-                  smem_bytes=int(smem), tiles=Tiles(bm, bn, bk, 0),
-                  stages=stages, regs_per_thread=int(gemm_regs_per_thread(bm, bn, threads, gated)))
+                  smem_bytes=int(smem), tiles=Tiles(bm, bn, bk, 0), stages=stages, regs_per_thread=int(regs))
 
 
 def make_unfused_plan(chain: Chain, o1: tuple, o2: tuple, family: str) -> Plan:

@@ -25,7 +25,7 @@ import simpy
 from simpy.core import EmptySchedule
 
 from fusesim.hardware import Hardware
-from fusesim.plan import Plan
+from fusesim.plan import Kernel, Plan
 from fusesim.sim.gpu import GPU, dispatch
 from fusesim.sim.kernels import (
     INTERMEDIATES,
@@ -88,7 +88,7 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
             yield env.timeout(hw.kernel_start_us * 1e3)
             if gpu.trace is not None:
                 gpu.trace.host_span("kernel start " + kernel.name, "launch", t0, env.now)
-        bps = hw.blocks_per_sm(kernel.smem_bytes, kernel.threads, kernel.regs_per_thread)
+        bps = hw.blocks_per_sm(kernel.smem_bytes, kernel.threads, _regs_per_thread(plan, kernel))
         if bps == 0:
             raise ValueError(f"{plan.case_id} {plan.strategy}: kernel {kernel.name} does not fit on an SM "
                              f"({kernel.smem_bytes} B SMEM, {kernel.threads} threads)")
@@ -107,7 +107,7 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
             eltwise = kernel.op.startswith("eltwise:")
             cols = layouts[eltwise_io(kernel)[1] if eltwise else kernel_io(kernel, ch)[2]].cols
             tm, tn = -(-ch.m // t.block_m), -(-cols // t.block_n)
-            order = raster(tm, tn, max(kernel.grid_blocks // (tm * tn), 1))
+            order = raster(tm, tn, max(kernel.grid_blocks // (tm * tn), 1), split_inner=kernel.cluster_size > 1)
             cohort_cls = EltwiseCohort if eltwise else GemmCohort
 
             def make(clusters, slots, k=kernel, order=order, cls=cohort_cls):
@@ -128,6 +128,16 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
     yield gpu.mem.flush(outputs, dead)
     if gpu.trace is not None:
         gpu.trace.host_span("L2 write-back of " + "+".join(outputs), "memory", t0, env.now)
+
+
+def _regs_per_thread(plan: Plan, kernel: Kernel) -> int:
+    """Registers per thread that set a kernel's occupancy: the plan's, except for the gemm_wgmma
+    template's GEMMs, whose register use follows from their accumulators (capability's rule)."""
+    if plan.strategy == "unfused" and plan.instruction == "wgmma" and kernel.op in ("gemm0", "gemm1"):
+        from fusesim.capability import wgmma_gemm_regs_per_thread
+
+        return wgmma_gemm_regs_per_thread(kernel.tiles.block_n, plan.chain.gated and kernel.op == "gemm0")
+    return kernel.regs_per_thread
 
 
 def simulate(plan: Plan, hw: Hardware, trace: bool = False, code_bytes: int | None = None) -> SimResult:

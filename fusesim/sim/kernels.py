@@ -26,7 +26,7 @@ import simpy
 
 from fusesim.hardware import Hardware
 from fusesim.plan import DsmStep, Kernel, Plan
-from fusesim.planner.dsm_comm import wire_bytes_per_round
+from fusesim.planner.dsm_comm import wire_bytes_per_round, wire_factor
 from fusesim.sim import params
 from fusesim.sim.gpu import GPU, PHASE, Cohort, smem_operand_bytes
 from fusesim.sim.memory import Key, TensorLayout
@@ -79,8 +79,8 @@ def split_workspaces(plan: Plan) -> dict[str, tuple[int, int, Kernel]]:
     ch = plan.chain
     out: dict[str, tuple[int, int, Kernel]] = {}
     for kern in plan.kernels:
-        if kern.op.startswith("eltwise:") or kernel_split(kern, ch) <= 1:
-            continue
+        if kern.op.startswith("eltwise:") or kernel_split(kern, ch) <= 1 or kern.cluster_size > 1:
+            continue  # no split, or split-K through DSM (no workspace)
         _lhs, rhs, name, _kred = kernel_io(kern, ch)
         cols = ch.l if name == "E" else ch.n
         out[SPLIT_WORKSPACE + name] = (ch.m, cols * len(rhs), kern)
@@ -247,16 +247,14 @@ def _add(gran: dict[Key, int], keys: list[tuple[Key, int]]) -> int:
     return total
 
 
-def raster(tiles_m: int, tiles_n: int, split: int) -> list[tuple[int, int, int]]:
-    """Block index -> (m tile, n tile, k split): grouped M-raster, split outermost (blockIdx.z)."""
+def raster(tiles_m: int, tiles_n: int, split: int, split_inner: bool = False) -> list[tuple[int, int, int]]:
+    """Block index -> (m tile, n tile, k split): grouped M-raster, split outermost (blockIdx.z), or
+    innermost (`split_inner`: the split parts of a tile are one cluster, gemm_wgmma's DSM split-K)."""
     g = params.RASTER_GROUP_M
-    order = []
-    for s in range(split):
-        for m0 in range(0, tiles_m, g):
-            for n in range(tiles_n):
-                for m in range(m0, min(m0 + g, tiles_m)):
-                    order.append((m, n, s))
-    return order
+    tiles = [(m, n) for m0 in range(0, tiles_m, g) for n in range(tiles_n) for m in range(m0, min(m0 + g, tiles_m))]
+    if split_inner:
+        return [(m, n, s) for m, n in tiles for s in range(split)]
+    return [(m, n, s) for s in range(split) for m, n in tiles]
 
 
 class GemmCohort(Cohort):
@@ -282,6 +280,7 @@ class GemmCohort(Cohort):
         self.coords = [order[b] for c in clusters for b in range(c * kernel.cluster_size, (c + 1) * kernel.cluster_size)]
         self.eb = ch.dtype_bytes
         self.ws = layouts.get(SPLIT_WORKSPACE + out) if self.split > 1 else None
+        self.dsm_split = self.split > 1 and kernel.cluster_size > 1
 
     def _active(self, step: int, s: int) -> bool:
         lo, hi = self.parts[s]
@@ -315,6 +314,9 @@ class GemmCohort(Cohort):
         for step in range(self.steps):
             share = sum(self._active(step, s) for _m, _n, s in self.coords) / max(len(self.coords), 1)
             yield from self.stage_mma(flops * share, smem * share)
+        if self.dsm_split:
+            yield from self._dsm_split_epilogue()
+            return
         if self.ws is not None:
             yield from self._split_epilogue()
             return
@@ -356,6 +358,33 @@ class GemmCohort(Cohort):
         tickets = TICKET_BYTES * sum(c for _k, c in last)
         ev = self.mem.store(o_gran + w_gran, o_bytes + w_bytes + tickets, self.sms, self.port)
         yield from self.timed(ev, "store " + self.out.name + ", zero workspace", "store")
+
+
+    def _dsm_split_epilogue(self):
+        """Split-K through DSM as gemm_wgmma.cu.j2 runs it when a cluster holds the split parts of a
+        tile: the consumers park the fp32 partial in the drained ring, a cluster barrier publishes
+        it, dsm_reduce_scatter (dsm_comm.cuh) has every part sum its block_n / split columns over
+        the peers -- each thread one DSM round trip per float4 it owns, the peers' loads in flight
+        together -- and store them as bf16, and a last cluster barrier lets the peers exit."""
+        width = len(self.rhs)
+        part_bytes = self.bm * self.bn * WORKSPACE_BYTES * width
+        yield from self.smem_rmw("split-K partial (park)", part_bytes)
+        yield from self.cluster_barrier("barrier (partials parked)")
+        start = self.env.now
+        slice_cols = max(self.bn // self.split, 1)
+        float4s = -(-self.bm * max(slice_cols // 4, 1) * width // max(self.kernel.threads, 1))
+        wire = (self.split - 1) * self.bm * slice_cols * WORKSPACE_BYTES * width * float(
+            wire_factor("dsm_reduce_scatter", 0, 0, slice_cols * WORKSPACE_BYTES))
+        serial = self.env.timeout(max(float4s - 1, 0) * self.dsm_latency_ns)
+        yield self.env.all_of([self.dsm_push(wire, pull=True), serial])
+        yield self.env.timeout(self.dsm_latency_ns)
+        if self.trace is not None:
+            self.trace.span(self.sm_ids, "dsm_reduce_scatter", "exchange", start, self.env.now)
+        # the cohort's blocks together store every tile they hold, once
+        tiles = [((m, n), 1) for (m, n), _c in _counts((m, n) for m, n, _s in self.coords)]
+        gran, l2_bytes = self._tiles(self.out, tiles)
+        yield from self.timed(self.mem.store(gran, l2_bytes, self.sms, self.port), "store " + self.out.name, "store")
+        yield from self.cluster_barrier("barrier (before exit)")
 
 
 class EltwiseCohort(Cohort):
