@@ -8,6 +8,8 @@
 #   FUSESIM_CACHE=.fscache python3 scripts/prebuild.py --plans-file results/h200/plans_wgmma_sweep.json
 #   mkdir -p .fscarry && tar -cJf .fscarry/cache.tar.xz .fscache
 # Then: run(command="scripts/device_wgmma_sweep.sh $OUT", carry=[".whl", ".fscarry"]).
+# PLANS and NAME (environment) pick another {case: [plans]} file of these cases and the outputs' name
+# (scripts/device_dsm_split_trial.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:?usage: scripts/device_wgmma_sweep.sh OUT_DIR}
@@ -21,10 +23,10 @@ for wl in gemm_chains gated_ffn; do
   for c in ${CASES[$wl]}; do args+=(--case "$c"); done
   step "bench $wl"
   timeout 280 python3 -m fusesim.commands.bench "workloads/paper_$wl.yaml" --hw hw_configs/h200.yaml "${args[@]}" \
-    --strategy unfused --plans file:results/h200/plans_wgmma_sweep.json --top-k 99 --reps 50 \
-    --work /tmp/bench_work --out "$DEST/wgmma_sweep_$wl.json" | tail -12 || rc=1
+    --strategy unfused --plans "file:${PLANS:-results/h200/plans_wgmma_sweep.json}" --top-k 99 --reps 50 \
+    --work /tmp/bench_work --out "$DEST/${NAME:-wgmma_sweep}_$wl.json" | tail -12 || rc=1
   step "ncu $wl"
-  timeout 150 python3 -m fusesim.gpu.ncu --all "$DEST/wgmma_sweep_$wl.json" "$DEST/wgmma_sweep_$wl.json" | tail -2 || rc=1
+  timeout 150 python3 -m fusesim.gpu.ncu --all "$DEST/${NAME:-wgmma_sweep}_$wl.json" "$DEST/${NAME:-wgmma_sweep}_$wl.json" | tail -2 || rc=1
 done
 step "done rc=$rc"
 exit $rc

@@ -9,6 +9,7 @@ Prints per GEMM: first block start, median and max first-data latency, the sprea
 (tail), and how gemm1 starts relative to gemm0's end. Writes JSON to OUT.
 
     python3 scripts/probe_wgmma_timeline.py OUT.json     (on the GPU machine; scripts/device_env.sh)
+    python3 scripts/probe_wgmma_timeline.py OUT.json PLANS.json CASE:INDEX...   (plans of a bench --plans file)
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ def instrument(code: str) -> str:
     """Insert the stamps into a gemm_wgmma translation unit (both GEMM kernels)."""
     marks = [
         ("#include \"wgmma.cuh\"\n", "#include \"wgmma.cuh\"\n" + STAMP_DECL),
-        ("  if (!fs::launch_ok(THREADS, GRID, 1)) return;\n",
-         "  if (!fs::launch_ok(THREADS, GRID, 1)) return;\n  const unsigned long long fs_t0 = fs_now();\n"
-         "  unsigned long long fs_t1 = 0, fs_t2 = 0;\n"),
+        (") return;\n  if constexpr (PDL_PRIMARY)",
+         ") return;\n  const unsigned long long fs_t0 = fs_now();\n"
+         "  unsigned long long fs_t1 = 0, fs_t2 = 0;\n  if constexpr (PDL_PRIMARY)"),
         ("      fs::wg::mbar_wait(full + s, (t / STAGES) & 1);\n      const unsigned char* st = smem + s * STAGE_BYTES;\n",
          "      fs::wg::mbar_wait(full + s, (t / STAGES) & 1);\n      if (t == 0) fs_t1 = fs_now();\n"
          "      const unsigned char* st = smem + s * STAGE_BYTES;\n"),
@@ -82,10 +83,16 @@ def main() -> int:
     from wgmma_variants import base_plans
 
     plans = base_plans()
+    if len(sys.argv) > 2:  # PLANS_FILE CASE:INDEX ...: plans of a `bench --plans file:` list instead
+        listed = json.loads(Path(sys.argv[2]).read_text())
+        plans = {}
+        for pick in sys.argv[3:]:
+            case, idx = pick.split(":")
+            plans[pick] = Plan.from_dict(listed[case][int(idx)]["plan"])
     flush = L2Flusher()
     result = {"what": __doc__.splitlines()[0], "gpu": torch.cuda.get_device_name(), "cases": {}}
     host = (ctypes.c_ulonglong * (2 * 4096 * 5))()
-    for case in ("G5", "G8", "S1", "S3", "S7"):
+    for case in (plans if len(sys.argv) > 2 else ("G5", "G8", "S1", "S3", "S7")):
         plan: Plan = plans[case]
         src = generate(plan)
         so = build(Source(src.name + "_timeline", src.family, instrument(src.code)), "so")

@@ -105,6 +105,11 @@ def variants(base: Plan) -> list[tuple[Plan, str]]:
     small0 = _co_resident(g0, ch.m, ch.n, ch.k, ch.gated)
     small1 = _co_resident(g1, ch.m, ch.l, ch.n, False)
     out += [(dataclasses.replace(base, kernels=(a, b)), "co-resident rings") for a in small0 for b in small1]
+    return buildable_unique(out)
+
+
+def buildable_unique(out: list[tuple[Plan, str]]) -> list[tuple[Plan, str]]:
+    """The buildable plans of `out`, first occurrence of each, marked buildable."""
     seen: set[str] = set()
     kept = []
     for p, why in out:
@@ -116,17 +121,21 @@ def variants(base: Plan) -> list[tuple[Plan, str]]:
     return kept
 
 
+def write_plans(path: str, per_case: dict[str, list[tuple[Plan, str]]]) -> None:
+    """{case: [{plan, source}]} for `fusesim bench --plans file:...`; prints the count per case."""
+    frozen: dict[str, list[dict[str, Any]]] = {}
+    for case, vs in sorted(per_case.items()):
+        frozen[case] = [{"plan": p.to_dict(), "source": why} for p, why in vs]
+        print(f"{case}: {len(vs)} plans")
+    Path(path).write_text(json.dumps(frozen, indent=1) + "\n")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="results/h200/plans_wgmma_sweep.json")
     ap.add_argument("--max-per-case", type=int, default=24)
     args = ap.parse_args()
-    frozen: dict[str, list[dict[str, Any]]] = {}
-    for case, base in sorted(base_plans().items()):
-        vs = variants(base)[: args.max_per_case]
-        frozen[case] = [{"plan": p.to_dict(), "source": why} for p, why in vs]
-        print(f"{case}: {len(vs)} plans")
-    Path(args.out).write_text(json.dumps(frozen, indent=1) + "\n")
+    write_plans(args.out, {case: variants(base)[: args.max_per_case] for case, base in base_plans().items()})
     return 0
 
 
