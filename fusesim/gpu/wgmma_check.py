@@ -1,6 +1,6 @@
 """Verify and time the gemm_wgmma family (TMA + wgmma, split-K) on the GPU.
 
-    python3 -m fusesim.gpu.wgmma_check --out FILE.json [--reps 30] [--torch] [--only G5,S1]
+    python3 -m fusesim.gpu.wgmma_check --out FILE.json [--reps 30] [--torch] [--only G5,S1] [--plans-from OLD.json]
 
 Every wgmma hand plan (fusesim.codegen.handplans.wgmma_candidates) of the paper's GEMM-chain and
 gated-FFN cases, plus odd-M chains (predicated rows, split-K with predicated rows, each activation):
@@ -196,10 +196,20 @@ def write_check(out: str, what: str, module: str, argv: list[str] | None, rows: 
     return 0 if passed == len(rows) else 1
 
 
+def recorded_plans(path: str, only: set[str] | None) -> list[tuple[Chain, Plan, str]]:
+    """The exact plans of an earlier check's rows (its JSON), to time them again with today's template."""
+    rows = json.loads(Path(path).read_text())["rows"]
+    plans = [(Plan.from_dict(r["plan"]), r.get("kind", "recorded")) for r in rows if r.get("plan")]
+    return [(p.chain, p, kind) for p, kind in plans if not only or p.case_id in only]
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = check_parser(__doc__, 202, 99).parse_args(argv)
+    ap = check_parser(__doc__, 202, 99)
+    ap.add_argument("--plans-from", default="", help="an earlier check's JSON: time exactly its plans again")
+    args = ap.parse_args(argv)
     only = set(args.only.split(",")) if args.only else None
-    rows = run(all_plans(only, args.per_case), args.reps, args.seed, args.torch, Path(args.out + ".partial"))
+    items = recorded_plans(args.plans_from, only) if args.plans_from else all_plans(only, args.per_case)
+    rows = run(items, args.reps, args.seed, args.torch, Path(args.out + ".partial"))
     best = summary(rows)
     print("\ncase      best us   floor us  x floor  torch graphs us  planner us  plan")
     for b in best:
