@@ -36,7 +36,7 @@ _NO_PROVENANCE = {"name", "description", "provenance"}
 _OPTIONAL = {"cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_async_refill_ns",
              "kernel_start_us", "l2_reduction_bandwidth_gbps", "graph_kernel_gap_us", "fused_wgmma_stage_ns",
              "l2_reuse_bytes", "l2_evict_first_bytes", "tma_refill_ns",
-             "inter_cluster_ticket_ns"}
+             "inter_cluster_ticket_ns", "l2_fragment_reduction_gbps_per_sm", "l2_fragment_reduction_bandwidth_gbps"}
 
 
 MAX_REFILL_NS = 1000.0  # bound on cp_async_refill_ns, tma_refill_ns, fused_wgmma_stage_ns: work within one stage
@@ -100,6 +100,10 @@ class Hardware(BaseModel):
     kernel_start_us: float | None = Field(default=None, ge=0)
     # throughput of the generated kernels' fp32 red.global.add into L2 (None: plain L2 bandwidth)
     l2_reduction_bandwidth_gbps: PositiveFloat | None = None
+    # red.global.add.v2.f32 of wgmma accumulator fragments (gemm_wgmma's split-K partials) into L2: what
+    # one SM sustains, and all SMs together (None: the L2 bandwidth and the SM's load port)
+    l2_fragment_reduction_gbps_per_sm: PositiveFloat | None = None
+    l2_fragment_reduction_bandwidth_gbps: PositiveFloat | None = None
     # inter_cluster_reduce's ticket as the generated kernels take it (dsm_comm.cuh inter_cluster_ticket:
     # __threadfence after the red.adds, __syncthreads, one atomicAdd, __syncthreads), once the reds are
     # performed in L2, until the ticket is known (None: one L2 atomic round trip)
@@ -139,6 +143,10 @@ class Hardware(BaseModel):
         if self.cp_async_refill_ns is not None and self.cp_async_refill_ns > MAX_REFILL_NS:
             raise ValueError(f"cp_async_refill_ns: larger than {MAX_REFILL_NS} ns (a barrier and address arithmetic "
                              "inside one pipeline stage)")
+        for f in ("l2_fragment_reduction_gbps_per_sm", "l2_fragment_reduction_bandwidth_gbps"):
+            v = getattr(self, f)
+            if v is not None and v > self.l2_bandwidth_gbps:
+                raise ValueError(f"{f}: larger than l2_bandwidth_gbps (reductions pass the L2)")
         if self.inter_cluster_ticket_ns is not None and self.inter_cluster_ticket_ns > 10 * self.hbm_latency_ns:
             raise ValueError("inter_cluster_ticket_ns: larger than 10 HBM latencies (a fence and one atomic round trip)")
         if self.tma_refill_ns is not None and self.tma_refill_ns > MAX_REFILL_NS:

@@ -267,3 +267,23 @@ def test_ticket_protocol_from_small_slices() -> None:
     assert "hardware file's l2_latency_ns" in d.how["inter_cluster_ticket_ns"]
     alone = derive(raw)
     assert "inter_cluster_ticket_ns" not in alone.values and any(n.startswith("ticket (ns)") for n in alone.notes)
+
+
+def test_fragment_reduction_rates_from_the_per_sm_cases() -> None:
+    """l2red: the v2-fragment red.add rate per SM comes from the 16-SM case, the all-SM rate from the
+    case with the most SMs; without per-SM cases nothing is written (the group stays a note)."""
+    from fusesim.calibrate.derive import derive
+
+    def c(grid: int, gbps: float) -> dict[str, Any]:
+        return {"vector": 2, "pattern": "frag", "grid": grid, "threads": 256, "gbps_median": gbps}
+
+    warm = {"v2_frag_16mib": {"gbps_median": 2200.0}, "v4_rows_16mib": {"gbps_median": 3500.0}}
+    raw = {"groups": {"l2red": {"cases": warm, "per_sm": {"v2_frag_g16_t256": c(16, 480.0),
+                                                            "v2_frag_g66_t256": c(66, 1600.0),
+                                                            "v2_frag_g132_t256": c(132, 2300.0)}}}}
+    d = derive(raw)
+    assert d.values["l2_fragment_reduction_gbps_per_sm"] == pytest.approx(30.0)
+    assert d.values["l2_fragment_reduction_bandwidth_gbps"] == pytest.approx(2300.0)
+    assert "16 blocks" in d.how["l2_fragment_reduction_gbps_per_sm"]
+    bare = derive({"groups": {"l2red": {"cases": warm}}})
+    assert "l2_fragment_reduction_gbps_per_sm" not in bare.values and any(n.startswith("l2red") for n in bare.notes)

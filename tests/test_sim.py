@@ -506,3 +506,23 @@ def test_gemm_wgmma_occupancy_follows_its_accumulators():
         assert plan.kernels[1].regs_per_thread == 128  # the hand plan's default estimate is not used
         r = simulate(plan, h)
         assert [k["blocks_per_sm"] for k in r.kernels] == [want, want], bn
+
+
+def test_split_k_fragment_reductions_take_the_calibrated_rates():
+    """gemm_wgmma's split-K partials are red.add.v2 of accumulator fragments: with the calibrated
+    per-SM and all-SM rates the kernel takes longer, by at least one block's partial at the per-SM
+    rate less what the unbounded model charged; a plan without split-K is unchanged."""
+    from fusesim.codegen.handplans import unfused_wgmma
+
+    base = hw()
+    free = base.model_copy(update={"l2_fragment_reduction_gbps_per_sm": None,
+                                   "l2_fragment_reduction_bandwidth_gbps": None})
+    ch = ex.chain("frg", 128, 2048, 1024, 4096, activation="gelu")
+    split = unfused_wgmma(ch, 128, 128, 6, split1=4)
+    a, b = simulate(split, free), simulate(split, base)
+    partial = 128 * 128 * 4  # one block's fp32 tile
+    floor_ns = partial / base.l2_fragment_reduction_gbps_per_sm - partial / 126.7
+    assert b.time_ns - a.time_ns >= 0.9 * floor_ns > 0
+    assert a.bytes == b.bytes  # the same traffic, only slower
+    plain = unfused_wgmma(ch, 128, 128, 6)
+    assert simulate(plain, free).time_ns == simulate(plain, base).time_ns

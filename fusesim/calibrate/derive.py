@@ -419,12 +419,28 @@ def derive(raw: dict[str, Any], known: dict[str, Any] | None = None) -> Derived:
         warm, per_sm = red["cases"], red.get("per_sm", {})
         cold, cont = red.get("cold", {}), red.get("contended", {})
         d.notes.append(
-            "l2red (GB/s; not written: l2_reduction_bandwidth_gbps stays the fitted value, which is below what L2 "
-            f"reduces): all SMs, warm 16 MiB workspace: v4 rows {rate(warm, 'v4_rows_16mib')}, v2 fragments "
+            "l2red (GB/s; l2_reduction_bandwidth_gbps is not written: it stays the value fitted on the fused kernels' "
+            f"v4 rows, which is below what L2 reduces): all SMs, warm 16 MiB workspace: v4 rows {rate(warm, 'v4_rows_16mib')}, v2 fragments "
             f"{rate(warm, 'v2_frag_16mib')}; 16 SMs: v4 rows {rate(per_sm, 'v4_rows_g16_t256')}, v2 fragments "
             f"{rate(per_sm, 'v2_frag_g16_t256')}; 66 groups of warps on the same addresses {rate(cont, 'v4_g66')} "
             f"(1 group {rate(cont, 'v4_g1')}); cold 4 MiB workspace, one add per element: v2 fragments "
             f"{rate(cold, 'v2_frag_4mib_p1')}, v4 rows {rate(cold, 'v4_rows_4mib_p1')}")
+        # gemm_wgmma's split-K partials are red.add.v2 of accumulator fragments, 384 threads per block:
+        # the fragment rates with 16 SMs adding (per SM, before the L2 saturates) and with all of them
+        few = per_sm.get("v2_frag_g16_t256", {})
+        every = max((c for k, c in per_sm.items() if k.startswith("v2_frag_") and _positive(c.get("gbps_median"))),
+                    key=lambda c: (c.get("grid", 0), c.get("threads", 0) == 256), default={})
+        if _positive(few.get("gbps_median")) and few.get("grid"):
+            d.put("l2_fragment_reduction_gbps_per_sm", _r(few["gbps_median"] / few["grid"], 1),
+                  f"l2red group, per_sm v2_frag_g16_t256: red.global.add.v2.f32 in the wgmma accumulator fragment "
+                  f"layout by {few['grid']} blocks of {few.get('threads')} threads on {few['grid']} SMs into an "
+                  f"L2-resident 4 MiB workspace: {few['gbps_median']:.0f} GB/s in all (per SM; 33 SMs "
+                  f"{rate(per_sm, 'v2_frag_g33_t256')}, 66 SMs {rate(per_sm, 'v2_frag_g66_t256')} GB/s in all)")
+        if _positive(every.get("gbps_median")):
+            d.put("l2_fragment_reduction_bandwidth_gbps", _r(every["gbps_median"], 0),
+                  f"l2red group, per_sm v2_frag on {every.get('grid')} SMs ({every.get('threads')} threads per block): "
+                  f"red.global.add.v2.f32 of accumulator fragments with every SM adding (warm 16 MiB workspace, "
+                  f"8 blocks per SM: {rate(warm, 'v2_frag_16mib')} GB/s)")
     tk = _group(raw, "ticket")
     if tk and tk.get("cases"):
         cases = {c["case"]: c for c in tk["cases"] if _positive(c.get("fence_ticket_ns_median"))}

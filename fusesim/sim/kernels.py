@@ -344,10 +344,10 @@ class GemmCohort(Cohort):
         width = len(self.rhs)
         mine = [((m, n), c) for (m, n), c in _counts((m, n) for m, n, _s in self.coords)]
         gran, l2_bytes = self._tiles(self.ws, mine, width)
-        # the L2 reduction throughput fitted on the fused kernels' red.add.v4 is not applied here:
-        # no split-K kernel of this template has been measured yet
-        yield from self.timed(self.mem.atomic_add(gran, l2_bytes, self.sms, cold=True, sm_bytes_per_ns=self.port),
-                              "split-K red.add", "store")
+        # red.add.v2 of the accumulator fragments: the calibrated fragment-reduction rates (per SM and in
+        # all), not the L2 reduction throughput fitted on the fused kernels' red.add.v4 rows
+        yield from self.timed(self.mem.atomic_add(gran, l2_bytes, self.sms, cold=True, sm_bytes_per_ns=self.port,
+                                                  fragments=True), "split-K red.add", "store")
         yield from self.timed(self.ticket(TICKET_BYTES * len(self.coords)), "ticket", "store")
         last = [((m, n), c) for (m, n), c in _counts((m, n) for m, n, s in self.coords if s == self.split - 1)]
         if not last:
