@@ -64,7 +64,10 @@ def summarize(st: list[list[int]], t_ref: int) -> dict[str, float]:
     return {"blocks": len(us), "first_start_us": min(r[0] for r in us), "last_start_us": max(r[0] for r in us),
             "first_data_us_median": statistics.median(first), "first_data_us_max": max(first),
             "mma_done_us_median": statistics.median(r[2] for r in us), "end_us_min": min(ends),
-            "end_us_median": statistics.median(ends), "end_us_max": max(ends)}
+            "end_us_median": statistics.median(ends), "end_us_max": max(ends),
+            # per block, its consumer's last wgmma to its end: the epilogue (stores, or split-K's
+            # red.adds + ticket, and the last part's convert)
+            "tail_us_median": statistics.median(r[3] - r[2] for r in us), "tail_us_max": max(r[3] - r[2] for r in us)}
 
 
 def main() -> int:
@@ -123,7 +126,9 @@ def main() -> int:
               f"{s0['mma_done_us_median']:.1f}, ends {s0['end_us_min']:.1f}/{s0['end_us_median']:.1f}/{s0['end_us_max']:.1f} "
               f"| gemm1 {s1['blocks']} blocks: starts {s1['first_start_us']:.1f}-{s1['last_start_us']:.1f}, first data "
               f"{s1['first_data_us_median']:.2f}, mma done {s1['mma_done_us_median']:.1f}, ends "
-              f"{s1['end_us_min']:.1f}/{s1['end_us_median']:.1f}/{s1['end_us_max']:.1f} (us from gemm0's first block)",
+              f"{s1['end_us_min']:.1f}/{s1['end_us_median']:.1f}/{s1['end_us_max']:.1f} (us from gemm0's first block) | "
+              f"last wgmma to block end: gemm0 {s0['tail_us_median']:.2f} (max {s0['tail_us_max']:.2f}), gemm1 "
+              f"{s1['tail_us_median']:.2f} (max {s1['tail_us_max']:.2f})",
               flush=True)
     out.write_text(json.dumps(result, indent=1))
     return 0
