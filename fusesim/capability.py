@@ -53,11 +53,15 @@ def wgmma_threads(block_m: int) -> int:
     return 128 * (1 + block_m // 64)
 
 
+def wgmma_gemm_stage_bytes(block_m: int, block_n: int, gated: bool) -> int:
+    """One gemm_wgmma ring stage: A block_m x 64 and B 64 x block_n (twice gated), bf16."""
+    return (block_m + block_n * (2 if gated else 1)) * WGMMA_BLOCK_K * 2
+
+
 def wgmma_gemm_smem_bytes(block_m: int, block_n: int, stages: int, gated: bool) -> int:
-    """gemm_wgmma SMEM: stages x (A block_m x 64 + B 64 x block_n, twice gated) bf16, a full and an
-    empty mbarrier per stage, and the 1024-byte alignment slack."""
-    stage = (block_m + block_n * (2 if gated else 1)) * WGMMA_BLOCK_K * 2
-    return stages * stage + 16 * stages + WGMMA_SMEM_SLACK
+    """gemm_wgmma SMEM: stages x `wgmma_gemm_stage_bytes`, a full and an empty mbarrier per stage,
+    and the 1024-byte alignment slack."""
+    return stages * wgmma_gemm_stage_bytes(block_m, block_n, gated) + 16 * stages + WGMMA_SMEM_SLACK
 
 
 def warp_grid(rows: int, cols: int, warps: int) -> tuple[int, int] | None:
@@ -218,7 +222,7 @@ def dsm_split_problem(kern: Kernel, split: int, gated: bool) -> str | None:
         return "DSM split-K is generated for the non-gated GEMMs only"
     if t.block_n % (4 * split):
         return f"block_n {t.block_n} does not give each of the {split} parts whole float4 columns"
-    ring = kern.stages * (t.block_m + t.block_n) * WGMMA_BLOCK_K * 2
+    ring = kern.stages * wgmma_gemm_stage_bytes(t.block_m, t.block_n, False)
     if dsm_split_partial_bytes(t.block_m, t.block_n) > ring:
         return (f"the fp32 partial ({dsm_split_partial_bytes(t.block_m, t.block_n)} B) does not fit the "
                 f"{kern.stages}-stage ring ({ring} B)")

@@ -3,6 +3,8 @@ run's fastest plan and its fastest unfused gemm_wgmma plan, each built twice -- 
 with erff, SiLU with an IEEE division) and with MUFU forms (GELU's tanh form through tanh.approx.f32,
 SiLU as x * (0.5 tanh.approx(x / 2) + 0.5)) -- both verified against the float32 PyTorch reference
 (exact erf GELU), then timed alternately (CUDA events, L2 flushed, median of 50). Writes JSON to OUT.
+It ran (results/h200/act_math_trial.json) against the erf header; since commit 5234c42 tile.cuh has
+the MUFU forms, so today the two builds of a plan are the same kernel.
 
     python3 scripts/act_math_trial.py --build-only          (here: fills $FUSESIM_CACHE)
     python3 scripts/act_math_trial.py OUT.json              (on the GPU machine; scripts/device_env.sh)
@@ -45,9 +47,9 @@ def plans() -> list[tuple[str, str, dict]]:
     for f in FINALS:
         for c in json.loads(Path(f).read_text())["cases"]:
             timed = [r for r in c["plans"] if r.get("plan") and (r.get("time") or {}).get("queued_median_us")]
-            if not timed or c["plans"][0]["plan"]["chain"]["activation"] in ("relu", "none") and not \
-                    c["plans"][0]["plan"]["chain"].get("gated"):
-                continue
+            chain = timed[0]["plan"]["chain"] if timed else {}
+            if not timed or (chain["activation"] in ("relu", "none") and not chain.get("gated")):
+                continue  # no GELU or SiLU in its epilogues
             best = min(timed, key=lambda r: r["time"]["queued_median_us"])
             out.append((c["case"], "fastest", best["plan"]))
             wg = [r for r in timed if r["plan"]["strategy"] == "unfused" and r["plan"]["instruction"] == "wgmma"]

@@ -428,7 +428,7 @@ def derive(raw: dict[str, Any], known: dict[str, Any] | None = None) -> Derived:
         # gemm_wgmma's split-K partials are red.add.v2 of accumulator fragments, 384 threads per block:
         # the fragment rates with 16 SMs adding (per SM, before the L2 saturates) and with all of them
         few = per_sm.get("v2_frag_g16_t256", {})
-        every = max((c for k, c in per_sm.items() if k.startswith("v2_frag_") and _positive(c.get("gbps_median"))),
+        all_sms = max((c for k, c in per_sm.items() if k.startswith("v2_frag_") and _positive(c.get("gbps_median"))),
                     key=lambda c: (c.get("grid", 0), c.get("threads", 0) == 256), default={})
         if _positive(few.get("gbps_median")) and few.get("grid"):
             d.put("l2_fragment_reduction_gbps_per_sm", _r(few["gbps_median"] / few["grid"], 1),
@@ -436,9 +436,9 @@ def derive(raw: dict[str, Any], known: dict[str, Any] | None = None) -> Derived:
                   f"layout by {few['grid']} blocks of {few.get('threads')} threads on {few['grid']} SMs into an "
                   f"L2-resident 4 MiB workspace: {few['gbps_median']:.0f} GB/s in all (per SM; 33 SMs "
                   f"{rate(per_sm, 'v2_frag_g33_t256')}, 66 SMs {rate(per_sm, 'v2_frag_g66_t256')} GB/s in all)")
-        if _positive(every.get("gbps_median")):
-            d.put("l2_fragment_reduction_bandwidth_gbps", _r(every["gbps_median"], 0),
-                  f"l2red group, per_sm v2_frag on {every.get('grid')} SMs ({every.get('threads')} threads per block): "
+        if _positive(all_sms.get("gbps_median")):
+            d.put("l2_fragment_reduction_bandwidth_gbps", _r(all_sms["gbps_median"], 0),
+                  f"l2red group, per_sm v2_frag on {all_sms.get('grid')} SMs ({all_sms.get('threads')} threads per block): "
                   f"red.global.add.v2.f32 of accumulator fragments with every SM adding (warm 16 MiB workspace, "
                   f"8 blocks per SM: {rate(warm, 'v2_frag_16mib')} GB/s)")
     tk = _group(raw, "ticket")

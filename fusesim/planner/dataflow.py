@@ -61,6 +61,7 @@ from fusesim.plan import Placement, Plan
 from fusesim.planner.dsm_comm import (
     BULK_WIRE_FACTOR,
     ST_ASYNC_WIRE_FACTOR,
+    dsm_split_wire_bytes_per_block,
     inter_cluster_l2_bytes,
     wire_factor,
 )
@@ -231,9 +232,8 @@ def split_k_protocol_bytes(plan: Plan) -> dict[str, float]:
         if split <= 1:
             continue
         if kern.cluster_size > 1:
-            slice_bytes = kern.tiles.block_n // split * SPLIT_WORKSPACE_BYTES
-            payload = tiles * (split - 1) * kern.tiles.block_m * kern.tiles.block_n * parts * SPLIT_WORKSPACE_BYTES
-            out["dsm"] += float(payload * wire_factor("dsm_reduce_scatter", 0, 0, slice_bytes))
+            t = kern.tiles
+            out["dsm"] += kern.grid_blocks * dsm_split_wire_bytes_per_block(t.block_m, t.block_n, split, parts)
             continue
         ws = float(ch.m * cols * parts * SPLIT_WORKSPACE_BYTES)
         out["l2_read"] += ws

@@ -163,6 +163,14 @@ def wire_factor(primitive: str, block_m: Any, block_n: Any, slice_bytes: Any = 0
     return 1.0 + 0 * np.asarray(block_n)
 
 
+def dsm_split_wire_bytes_per_block(block_m: int, block_n: int, split: int, operands: int = 1) -> float:
+    """DSM bytes one part of gemm_wgmma's split-K through DSM pulls: its block_n / split columns of
+    every peer's fp32 partial (per accumulated operand), with dsm_reduce_scatter's wire factor."""
+    slice_cols = max(block_n // split, 1)
+    payload = (split - 1) * block_m * slice_cols * FP32_BYTES * operands
+    return float(payload * wire_factor("dsm_reduce_scatter", block_m, block_n, slice_cols * FP32_BYTES))
+
+
 # fused_wgmma's DSM traffic is its payload: Nsight Compute's DSM bytes equal the payload exactly (1.000x)
 # for all 125 fused_wgmma plans with DSM traffic of results/h200/final_paper_*.json (H200, 2026-12-03):
 # exchange-only, shuffle-only and reduce-scatter-only plans alike

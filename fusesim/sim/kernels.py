@@ -26,7 +26,7 @@ import simpy
 
 from fusesim.hardware import Hardware
 from fusesim.plan import DsmStep, Kernel, Plan
-from fusesim.planner.dsm_comm import wire_bytes_per_round, wire_factor
+from fusesim.planner.dsm_comm import dsm_split_wire_bytes_per_block, wire_bytes_per_round
 from fusesim.sim import params
 from fusesim.sim.gpu import GPU, PHASE, Cohort, smem_operand_bytes
 from fusesim.sim.memory import Key, TensorLayout
@@ -373,8 +373,7 @@ class GemmCohort(Cohort):
         start = self.env.now
         slice_cols = max(self.bn // self.split, 1)
         float4s = -(-self.bm * max(slice_cols // 4, 1) * width // max(self.kernel.threads, 1))
-        wire = (self.split - 1) * self.bm * slice_cols * WORKSPACE_BYTES * width * float(
-            wire_factor("dsm_reduce_scatter", 0, 0, slice_cols * WORKSPACE_BYTES))
+        wire = dsm_split_wire_bytes_per_block(self.bm, self.bn, self.split, width)
         serial = self.env.timeout(max(float4s - 1, 0) * self.dsm_latency_ns)
         yield self.env.all_of([self.dsm_push(wire, pull=True), serial])
         yield self.env.timeout(self.dsm_latency_ns)
