@@ -36,7 +36,8 @@ _NO_PROVENANCE = {"name", "description", "provenance"}
 _OPTIONAL = {"cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_async_refill_ns",
              "kernel_start_us", "l2_reduction_bandwidth_gbps", "graph_kernel_gap_us", "fused_wgmma_stage_ns",
              "l2_reuse_bytes", "l2_evict_first_bytes", "tma_refill_ns",
-             "inter_cluster_ticket_ns", "l2_fragment_reduction_gbps_per_sm", "l2_fragment_reduction_bandwidth_gbps"}
+             "inter_cluster_ticket_ns", "l2_fragment_reduction_gbps_per_sm", "l2_fragment_reduction_bandwidth_gbps",
+             "l2_row_reduction_gbps_per_sm", "l2_row_reduction_bandwidth_gbps", "pdl_release_us"}
 
 
 MAX_REFILL_NS = 1000.0  # bound on cp_async_refill_ns, tma_refill_ns, fused_wgmma_stage_ns: work within one stage
@@ -104,6 +105,14 @@ class Hardware(BaseModel):
     # one SM sustains, and all SMs together (None: the L2 bandwidth and the SM's load port)
     l2_fragment_reduction_gbps_per_sm: PositiveFloat | None = None
     l2_fragment_reduction_bandwidth_gbps: PositiveFloat | None = None
+    # red.global.add.v4.f32 of whole 16-byte row pieces (gemm_wgmma's split-K partials staged in SMEM):
+    # per SM and in all (None: the L2 bandwidth and the SM's load port)
+    l2_row_reduction_gbps_per_sm: PositiveFloat | None = None
+    l2_row_reduction_bandwidth_gbps: PositiveFloat | None = None
+    # programmatic dependent launch (gemm_wgmma's second GEMM): from the previous kernel's last block
+    # end until the dependent kernel's blocks, launched early, return from griddepcontrol.wait (None:
+    # a plain dependent launch, kernel_gap_us then kernel_start_us)
+    pdl_release_us: float | None = Field(default=None, ge=0)
     # inter_cluster_reduce's ticket as the generated kernels take it (dsm_comm.cuh inter_cluster_ticket:
     # __threadfence after the red.adds, __syncthreads, one atomicAdd, __syncthreads), once the reds are
     # performed in L2, until the ticket is known (None: one L2 atomic round trip)
@@ -143,7 +152,8 @@ class Hardware(BaseModel):
         if self.cp_async_refill_ns is not None and self.cp_async_refill_ns > MAX_REFILL_NS:
             raise ValueError(f"cp_async_refill_ns: larger than {MAX_REFILL_NS} ns (a barrier and address arithmetic "
                              "inside one pipeline stage)")
-        for f in ("l2_fragment_reduction_gbps_per_sm", "l2_fragment_reduction_bandwidth_gbps"):
+        for f in ("l2_fragment_reduction_gbps_per_sm", "l2_fragment_reduction_bandwidth_gbps",
+                  "l2_row_reduction_gbps_per_sm", "l2_row_reduction_bandwidth_gbps"):
             v = getattr(self, f)
             if v is not None and v > self.l2_bandwidth_gbps:
                 raise ValueError(f"{f}: larger than l2_bandwidth_gbps (reductions pass the L2)")
@@ -155,6 +165,9 @@ class Hardware(BaseModel):
         if self.fused_wgmma_stage_ns is not None and self.fused_wgmma_stage_ns > MAX_REFILL_NS:
             raise ValueError(f"fused_wgmma_stage_ns: larger than {MAX_REFILL_NS} ns (the instruction work of one "
                              "pipeline stage)")
+        if self.pdl_release_us is not None and self.pdl_release_us > self.launch_overhead_us + self.kernel_gap_us:
+            raise ValueError("pdl_release_us: larger than launch_overhead_us + kernel_gap_us (a dependent launch "
+                             "released early cannot wait longer than one launched after the previous kernel)")
         if self.kernel_start_us is not None and self.kernel_start_us > self.launch_overhead_us:
             raise ValueError("kernel_start_us: larger than launch_overhead_us (bounded by an empty kernel's launch)")
         if self.max_threads_per_block > self.max_threads_per_sm:

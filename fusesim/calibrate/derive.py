@@ -425,22 +425,39 @@ def derive(raw: dict[str, Any], known: dict[str, Any] | None = None) -> Derived:
             f"{rate(per_sm, 'v2_frag_g16_t256')}; 66 groups of warps on the same addresses {rate(cont, 'v4_g66')} "
             f"(1 group {rate(cont, 'v4_g1')}); cold 4 MiB workspace, one add per element: v2 fragments "
             f"{rate(cold, 'v2_frag_4mib_p1')}, v4 rows {rate(cold, 'v4_rows_4mib_p1')}")
-        # gemm_wgmma's split-K partials are red.add.v2 of accumulator fragments, 384 threads per block:
-        # the fragment rates with 16 SMs adding (per SM, before the L2 saturates) and with all of them
-        few = per_sm.get("v2_frag_g16_t256", {})
-        all_sms = max((c for k, c in per_sm.items() if k.startswith("v2_frag_") and _positive(c.get("gbps_median"))),
-                    key=lambda c: (c.get("grid", 0), c.get("threads", 0) == 256), default={})
-        if _positive(few.get("gbps_median")) and few.get("grid"):
-            d.put("l2_fragment_reduction_gbps_per_sm", _r(few["gbps_median"] / few["grid"], 1),
-                  f"l2red group, per_sm v2_frag_g16_t256: red.global.add.v2.f32 in the wgmma accumulator fragment "
-                  f"layout by {few['grid']} blocks of {few.get('threads')} threads on {few['grid']} SMs into an "
-                  f"L2-resident 4 MiB workspace: {few['gbps_median']:.0f} GB/s in all (per SM; 33 SMs "
-                  f"{rate(per_sm, 'v2_frag_g33_t256')}, 66 SMs {rate(per_sm, 'v2_frag_g66_t256')} GB/s in all)")
-        if _positive(all_sms.get("gbps_median")):
-            d.put("l2_fragment_reduction_bandwidth_gbps", _r(all_sms["gbps_median"], 0),
-                  f"l2red group, per_sm v2_frag on {all_sms.get('grid')} SMs ({all_sms.get('threads')} threads per block): "
-                  f"red.global.add.v2.f32 of accumulator fragments with every SM adding (warm 16 MiB workspace, "
-                  f"8 blocks per SM: {rate(warm, 'v2_frag_16mib')} GB/s)")
+        # gemm_wgmma's split-K partials, 384 threads per block: red.add.v2 of accumulator fragments (the
+        # template before the staging) or red.add.v4 of whole 16-byte row pieces staged in SMEM; each
+        # form's rate with 16 SMs adding (per SM, before the L2 saturates) and with all of them
+        forms = (("v2_frag", "l2_fragment_reduction", "red.global.add.v2.f32 in the wgmma accumulator fragment layout"),
+                 ("v4_rows", "l2_row_reduction", "red.global.add.v4.f32 of whole rows"))
+        for case, name, what in forms:
+            few = per_sm.get(f"{case}_g16_t256", {})
+            all_sms = max((c for k, c in per_sm.items() if k.startswith(case + "_") and _positive(c.get("gbps_median"))),
+                          key=lambda c: (c.get("grid", 0), c.get("threads", 0) == 256), default={})
+            if _positive(few.get("gbps_median")) and few.get("grid"):
+                d.put(f"{name}_gbps_per_sm", _r(few["gbps_median"] / few["grid"], 1),
+                      f"l2red group, per_sm {case}_g16_t256: {what} by {few['grid']} blocks of {few.get('threads')} "
+                      f"threads on {few['grid']} SMs into an L2-resident 4 MiB workspace: {few['gbps_median']:.0f} GB/s "
+                      f"in all (per SM; 33 SMs {rate(per_sm, case + '_g33_t256')}, 66 SMs "
+                      f"{rate(per_sm, case + '_g66_t256')} GB/s in all)")
+            if _positive(all_sms.get("gbps_median")):
+                d.put(f"{name}_bandwidth_gbps", _r(all_sms["gbps_median"], 0),
+                      f"l2red group, per_sm {case} on {all_sms.get('grid')} SMs ({all_sms.get('threads')} threads per "
+                      f"block): {what} with every SM adding (warm 16 MiB workspace, 8 blocks per SM: "
+                      f"{rate(warm, case + '_16mib')} GB/s)")
+    pdl = _group(raw, "pdl")
+    co = (pdl or {}).get("coresident_pdl", {})
+    if _positive(co.get("wait_return_first_from_primary_end_us_median")) and not co.get("stale_reads"):
+        def case(name: str) -> str:
+            c = pdl.get(name, {})
+            keys = ("secondary_first_start_from_primary_start", "secondary_last_start_from_primary_end",
+                    "wait_return_first_from_primary_end", "wait_return_last_from_primary_end",
+                    "dependent_read_done_from_primary_end")
+            return f"{name}: " + ", ".join(f"{k} {c.get(k + '_us_median', float('nan')):.2f}" for k in keys)
+        d.put("pdl_release_us", _r(co["wait_return_first_from_primary_end_us_median"], 2),
+              f"{pdl.get('method', 'pdl group')}; the value: coresident_pdl wait return (first block) minus the "
+              f"primary's last block end; all in us: " + "; ".join(case(n) for n in ("coresident_pdl", "exclusive_pdl",
+                                                                                     "coresident_stream", "exclusive_stream")))
     tk = _group(raw, "ticket")
     if tk and tk.get("cases"):
         cases = {c["case"]: c for c in tk["cases"] if _positive(c.get("fence_ticket_ns_median"))}

@@ -3,7 +3,7 @@
 // One binary, one benchmark group per invocation, so that a fault in one group (a sticky CUDA
 // error, a hang killed by the runner's timeout) loses only that group:
 //     calib GROUP [--quick]        prints one JSON object on stdout
-// Groups: info clock hbm hbm_inflight l2 l2red ticket l2reuse smem dsm dsm_lat barrier occupancy gpc mma wgmma launch verify.
+// Groups: info clock hbm hbm_inflight l2 l2red ticket l2reuse smem dsm dsm_lat barrier occupancy gpc mma wgmma launch pdl verify.
 // `verify` runs the key kernels once with small counts and prints the instruction and byte counts
 // they must execute, for the runner to compare with Nsight Compute (ptxas can merge repeated loads:
 // a bandwidth number is trusted only when the executed instruction count matches).
@@ -1642,6 +1642,126 @@ static void group_launch(Json& j) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// pdl: programmatic dependent launch, as gemm_wgmma's two GEMMs use it. A primary kernel (every
+// block: griddepcontrol.launch_dependents first, then a spin, then one flag word written) and a
+// secondary launched with programmatic stream serialization (every block: griddepcontrol.wait, then
+// reads the primary's flag for its block). Stamps (%globaltimer, thread 0 of each block): primary
+// first start / last end; secondary first and last block start, first and last return from the wait,
+// last dependent read. Both queued behind a 60 us spin (the host far ahead, as in the timed runs).
+// Cases: "coresident" (the secondary's blocks fit beside the primary's: 2 x 100 KiB SMEM per SM),
+// "exclusive" (150 KiB each: a secondary block starts only where a primary block left), and the
+// same pairs in plain stream order (no PDL attribute) for the gap the simulator charges otherwise.
+__global__ void __launch_bounds__(128) k_pdl_primary(unsigned long long* t, int* flag, uint64_t spin_ns) {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (threadIdx.x == 0) {
+    const uint64_t t0 = gtimer();
+    atomicMin(&t[0], (unsigned long long)t0);
+    while (gtimer() - t0 < spin_ns) {
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    flag[blockIdx.x] = (int)blockIdx.x + 1;
+    atomicMax(&t[1], (unsigned long long)gtimer());
+  }
+}
+
+__global__ void __launch_bounds__(128) k_pdl_secondary(unsigned long long* t, const int* flag, int primary_blocks,
+                                                        int* bad) {
+  if (threadIdx.x == 0) {
+    const unsigned long long t0 = gtimer();
+    atomicMin(&t[2], t0);
+    atomicMax(&t[3], t0);
+  }
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (threadIdx.x == 0) {
+    const unsigned long long t1 = gtimer();
+    atomicMin(&t[4], t1);
+    atomicMax(&t[5], t1);
+    const int b = (int)blockIdx.x % primary_blocks;
+    if (*reinterpret_cast<const volatile int*>(flag + b) != b + 1) atomicAdd(bad, 1);
+    atomicMax(&t[6], (unsigned long long)gtimer());
+  }
+}
+
+static void pdl_case(Json& j, const char* name, cudaStream_t s, int grid, size_t smem, bool pdl, int reps) {
+  unsigned long long* d;
+  int *flag, *bad;
+  CK(cudaMalloc(&d, 8 * sizeof(unsigned long long)));
+  CK(cudaMalloc(&flag, grid * sizeof(int)));
+  CK(cudaMalloc(&bad, sizeof(int)));
+  CK(cudaMemset(bad, 0, sizeof(int)));
+  allow_big(k_pdl_primary, smem);
+  allow_big(k_pdl_secondary, smem);
+  const std::vector<unsigned long long> init = {~0ull, 0ull, ~0ull, 0ull, ~0ull, 0ull, 0ull, 0ull};
+  std::vector<double> sec_start, sec_start_last, release, release_last, read_done, span;
+  for (int r = 0; r < reps + 3; ++r) {
+    CK(cudaMemcpyAsync(d, init.data(), init.size() * 8, cudaMemcpyHostToDevice, s));
+    CK(cudaMemsetAsync(flag, 0, grid * sizeof(int), s));
+    k_spin<<<1, 32, 0, s>>>(60000);
+    k_pdl_primary<<<grid, 128, smem, s>>>(d, flag, 20000);
+    CKL();
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(128);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    CK(cudaLaunchKernelEx(&cfg, k_pdl_secondary, d, (const int*)flag, grid, bad));
+    CK(cudaStreamSynchronize(s));
+    CKL();
+    unsigned long long h[8];
+    CK(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+    if (r < 3) continue;  // warm-up
+    const double end = (double)h[1];
+    span.push_back((end - (double)h[0]) * 1e-3);
+    sec_start.push_back(((double)h[2] - (double)h[0]) * 1e-3);  // from the primary's first block start
+    sec_start_last.push_back(((double)h[3] - end) * 1e-3);       // from the primary's last block end
+    release.push_back(((double)h[4] - end) * 1e-3);
+    release_last.push_back(((double)h[5] - end) * 1e-3);
+    read_done.push_back(((double)h[6] - end) * 1e-3);
+  }
+  int hbad = 0;
+  CK(cudaMemcpy(&hbad, bad, sizeof hbad, cudaMemcpyDeviceToHost));
+  j.obj(name);
+  j.num("grid", grid).num("smem_bytes", (double)smem).num("pdl", pdl).num("reps", reps);
+  j.num("primary_span_us_median", median(span));
+  j.num("secondary_first_start_from_primary_start_us_median", median(sec_start));
+  j.num("secondary_last_start_from_primary_end_us_median", median(sec_start_last));
+  j.num("wait_return_first_from_primary_end_us_median", median(release));
+  j.num("wait_return_last_from_primary_end_us_median", median(release_last));
+  j.num("dependent_read_done_from_primary_end_us_median", median(read_done));
+  j.num("stale_reads", hbad);
+  j.close_obj();
+  CK(cudaFree(d));
+  CK(cudaFree(flag));
+  CK(cudaFree(bad));
+}
+
+static void group_pdl(Json& j) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const int sms = sm_count(), reps = g_quick ? 20 : 200;
+  for (int pdl : {1, 0}) {
+    char name[48];
+    snprintf(name, sizeof name, "coresident_%s", pdl ? "pdl" : "stream");
+    pdl_case(j, name, s, sms, 100 << 10, pdl != 0, reps);
+    snprintf(name, sizeof name, "exclusive_%s", pdl ? "pdl" : "stream");
+    pdl_case(j, name, s, sms, 150 << 10, pdl != 0, reps);
+  }
+  j.str("method", "k_pdl_primary (132 blocks of 128 threads: griddepcontrol.launch_dependents, 20 us spin, a flag "
+        "word per block) then k_pdl_secondary (132 blocks: griddepcontrol.wait, reads its primary block's flag) "
+        "launched with cudaLaunchAttributeProgrammaticStreamSerialization (pdl) or without (stream), both queued "
+        "behind a 60 us spin; %globaltimer stamps of thread 0 per block; coresident: 100 KiB dynamic SMEM per "
+        "block (two fit per SM), exclusive: 150 KiB (one); medians over reps");
+  CK(cudaStreamDestroy(s));
+}
+
+// ---------------------------------------------------------------------------------------------
 // verify: the key kernels once each with small counts; prints what each must execute. The runner
 // runs this under Nsight Compute and compares. Only these kernels are launched (memsets are not
 // kernels), in this order.
@@ -1768,6 +1888,7 @@ int main(int argc, char** argv) {
   else if (g == "mma") group_mma(j);
   else if (g == "wgmma") group_wgmma(j);
   else if (g == "launch") group_launch(j);
+  else if (g == "pdl") group_pdl(j);
   else if (g == "verify") group_verify(j);
   else {
     fprintf(stderr, "unknown group %s\n", g.c_str());
