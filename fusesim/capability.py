@@ -28,6 +28,8 @@ What the generated kernels are (fusesim/codegen):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from fusesim.plan import Kernel, Plan
@@ -62,6 +64,48 @@ def wgmma_gemm_smem_bytes(block_m: int, block_n: int, stages: int, gated: bool) 
     """gemm_wgmma SMEM: stages x `wgmma_gemm_stage_bytes`, a full and an empty mbarrier per stage,
     and the 1024-byte alignment slack."""
     return stages * wgmma_gemm_stage_bytes(block_m, block_n, gated) + 16 * stages + WGMMA_SMEM_SLACK
+
+
+# How gemm_wgmma.cu.j2 writes a GEMM's output (the generator reads these when it renders, the simulator
+# models the same kernel): a GEMM without split-K stages its bf16 tile in SMEM and stores 16-byte row
+# pieces (False: every thread stores its accumulator fragments, 8 rows of 16 B per warp store); a
+# split-K GEMM stages its fp32 partial and red.adds v4 row pieces where the partial fits its ring
+# (False: red.add.v2 of the fragments). Both measured faster on the H200 (results/h200/store_trial.json).
+GEMM_STAGED_STORE = True
+GEMM_STAGED_RED = True
+# what a measured file without a "codegen" block ran: the gemm_wgmma template before the staging
+FRAGMENT_EPILOGUE = {"gemm_staged_store": False, "gemm_staged_red": False}
+
+
+def codegen_switches() -> dict[str, bool]:
+    """The generator switches in effect (bench records them next to its measurements)."""
+    return {"gemm_staged_store": GEMM_STAGED_STORE, "gemm_staged_red": GEMM_STAGED_RED}
+
+
+@contextmanager
+def generator_switches(switches: dict[str, bool]) -> Iterator[None]:
+    """Render (or simulate) as the generator did with these switches (codegen_switches' keys)."""
+    global GEMM_STAGED_STORE, GEMM_STAGED_RED
+    saved = GEMM_STAGED_STORE, GEMM_STAGED_RED
+    GEMM_STAGED_STORE = bool(switches.get("gemm_staged_store", GEMM_STAGED_STORE))
+    GEMM_STAGED_RED = bool(switches.get("gemm_staged_red", GEMM_STAGED_RED))
+    try:
+        yield
+    finally:
+        GEMM_STAGED_STORE, GEMM_STAGED_RED = saved
+
+
+def pdl_secondary(plan: Plan, kernel: Kernel) -> bool:
+    """Whether the generator launches `kernel` as a programmatic dependent launch: gemm_wgmma's
+    second GEMM (it fetches its first weight tiles, then griddepcontrol.wait for the first GEMM)."""
+    return plan.strategy == "unfused" and plan.instruction == "wgmma" and kernel.op == "gemm1"
+
+
+def wgmma_split_rows_staged(block_m: int, block_n: int, stages: int, gated: bool) -> bool:
+    """Whether a split-K gemm_wgmma GEMM stages its fp32 partial (rows of block_n + 4 floats, twice
+    gated) in its drained ring and red.adds 16-byte row pieces; otherwise every thread red.adds its
+    accumulator fragments (8-byte pieces of 8 rows per warp; always so with GEMM_STAGED_RED off)."""
+    return GEMM_STAGED_RED and (2 if gated else 1) * block_m * (block_n + 4) * 4 <= stages * wgmma_gemm_stage_bytes(block_m, block_n, gated)
 
 
 def warp_grid(rows: int, cols: int, warps: int) -> tuple[int, int] | None:

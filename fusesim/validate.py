@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fusesim.capability import FRAGMENT_EPILOGUE, generator_switches
 from fusesim.errors import InputError
 from fusesim.hardware import Hardware
 from fusesim.plan import Plan
@@ -65,7 +66,9 @@ def join(measured: str | Path | list[str], hw: Hardware, split: str | None = Non
     rows = []
     for m in kernels:
         plan = Plan.from_dict(m.plan_dict)  # type: ignore[arg-type]
-        sim = simulate(plan, hw, code_bytes=m.code_bytes)
+        # simulate the kernel that ran: a file that records no generator switches predates them
+        with generator_switches(m.codegen or FRAGMENT_EPILOGUE):
+            sim = simulate(plan, hw, code_bytes=m.code_bytes)
         got = {name: float(getattr(m, attr)) for name, (attr, _) in COUNTERS.items() if getattr(m, attr)}
         predicted = {name: float(sum(sim.bytes.get(k, 0) for k in keys)) for name, (_, keys) in COUNTERS.items()}
         rows.append(Row(plan.case_id, m.plan or plan.summary(), m.time_us, sim.time_ns / 1e3, got, predicted,

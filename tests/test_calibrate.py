@@ -204,12 +204,14 @@ def test_committed_calibration_converts(tmp_path: Path) -> None:
     if not raw_path.exists():
         pytest.skip("no committed calibration yet")
     raw = json.loads(raw_path.read_text())
-    later = [ROOT / "results" / "h200" / f for f in ("calibration_l2.json", "calibration_ticket.json")]  # later runs
+    later = [ROOT / "results" / "h200" / f for f in ("calibration_l2.json", "calibration_ticket.json",
+                                                     "calibration_pdl.json")]  # later runs
     hw, d = write_calibrated(raw, ROOT / "hw_configs" / "h200.yaml", tmp_path / "c.yaml", raw_path,
                              [(json.loads(p.read_text()), p) for p in later])
     committed = load_hardware(ROOT / "hw_configs" / "h200_calibrated.yaml")
     assert hw.model_dump() == committed.model_dump()  # the committed YAML is what the tool writes
     assert hw.l2_reuse_bytes == 44 << 20
+    assert hw.pdl_release_us == 0.77 and hw.l2_row_reduction_gbps_per_sm == 48.8
     assert hw.inter_cluster_ticket_ns == pytest.approx(616 - 145.3, abs=0.1)
 
 

@@ -80,6 +80,25 @@ def test_wgmma_representatives_cover_splits_gating_and_activations():
         assert generate(p).family == "gemm_wgmma"
 
 
+def test_wgmma_epilogue_staging_follows_split_and_switches():
+    """gemm_wgmma stages a GEMM's output through SMEM (no split-K: bf16 row pieces; split-K: fp32 row
+    pieces red.added as v4, where the partial fits the ring); the fragment switches render the
+    template as it was before, with neither staging."""
+    from fusesim.capability import FRAGMENT_EPILOGUE, generator_switches, wgmma_split_rows_staged
+
+    ch = Chain("stg", "ffn", 128, 2048, 1024, 2048, "gelu", False)
+    plan = unfused_wgmma(ch, 128, 128, 4, split1=4)
+    staged = generate(plan).code
+    assert staged.count("epilogue through SMEM") == 1 and staged.count("split-K through SMEM") == 1
+    assert "fs::red_add_f32x4(ws" in staged and "red_add_f32x2(ws" not in staged
+    with generator_switches(FRAGMENT_EPILOGUE):
+        assert not wgmma_split_rows_staged(128, 128, 4, False)
+        old = generate(plan).code
+    assert "through SMEM" not in old and "red_add_f32x2(ws" in old
+    assert wgmma_split_rows_staged(128, 128, 4, False)  # the switches are restored
+    assert not wgmma_split_rows_staged(128, 128, 1, True)  # a gated partial larger than one stage
+
+
 def test_fused_wgmma_representatives_cover_every_dsm_comm_form():
     plans = {k: p for k, p in representative_plans().items() if k.startswith("fused_wgmma")}
     for p in plans.values():

@@ -508,24 +508,52 @@ def test_gemm_wgmma_occupancy_follows_its_accumulators():
         assert [k["blocks_per_sm"] for k in r.kernels] == [want, want], bn
 
 
-def test_split_k_fragment_reductions_take_the_calibrated_rates():
-    """gemm_wgmma's split-K partials are red.add.v2 of accumulator fragments: with the calibrated
-    per-SM and all-SM rates the kernel takes longer, by at least one block's partial at the per-SM
-    rate less what the unbounded model charged; a plan without split-K is unchanged."""
+@pytest.mark.parametrize("staged", [False, True])
+def test_split_k_reductions_take_the_calibrated_rates(staged: bool):
+    """gemm_wgmma's split-K partials are red.add.v2 of accumulator fragments (the template before
+    the staging) or red.add.v4 of row pieces staged in SMEM (today's, where the partial fits the
+    ring): with the calibrated per-SM and all-SM rates of that form the kernel takes longer, by at
+    least one block's partial at the per-SM rate less what the unbounded model charged; the other
+    form's rates change nothing; a plan without split-K is unchanged."""
+    from fusesim.capability import FRAGMENT_EPILOGUE, generator_switches
+    from fusesim.codegen.handplans import unfused_wgmma
+    from fusesim.sim import params
+
+    base = hw()
+    mine, other = ("l2_row_reduction", "l2_fragment_reduction") if staged else ("l2_fragment_reduction",
+                                                                               "l2_row_reduction")
+    free = base.model_copy(update={f"{mine}_gbps_per_sm": None, f"{mine}_bandwidth_gbps": None})
+    no_other = base.model_copy(update={f"{other}_gbps_per_sm": None, f"{other}_bandwidth_gbps": None})
+    ch = ex.chain("frg", 128, 2048, 1024, 4096, activation="gelu")
+    split = unfused_wgmma(ch, 128, 128, 6, split1=4)
+    plain = unfused_wgmma(ch, 128, 128, 6)
+    with generator_switches({} if staged else FRAGMENT_EPILOGUE):
+        a, b = simulate(split, free), simulate(split, base)
+        assert simulate(split, no_other).time_ns == b.time_ns
+        assert simulate(plain, free).time_ns == simulate(plain, base).time_ns
+    partial = 128 * 128 * 4  # one block's fp32 tile
+    port_gbps = params.SM_GLOBAL_BYTES_PER_CYCLE * base.clock_mhz / 1e3  # the unbounded model's per-SM rate
+    floor_ns = partial / getattr(base, f"{mine}_gbps_per_sm") - partial / port_gbps
+    assert b.time_ns - a.time_ns >= 0.9 * floor_ns > 0
+    assert a.bytes == b.bytes  # the same traffic, only slower
+
+
+def test_pdl_secondary_waits_the_calibrated_release():
+    """gemm_wgmma's second GEMM is a programmatic dependent launch: it starts pdl_release_us after
+    the first GEMM's last block (not kernel_gap_us), still paying kernel_start_us; the mma.sync
+    unfused plan (no PDL) keeps the stream gap."""
     from fusesim.codegen.handplans import unfused_wgmma
 
     base = hw()
-    free = base.model_copy(update={"l2_fragment_reduction_gbps_per_sm": None,
-                                   "l2_fragment_reduction_bandwidth_gbps": None})
-    ch = ex.chain("frg", 128, 2048, 1024, 4096, activation="gelu")
-    split = unfused_wgmma(ch, 128, 128, 6, split1=4)
-    a, b = simulate(split, free), simulate(split, base)
-    partial = 128 * 128 * 4  # one block's fp32 tile
-    from fusesim.sim import params
-
-    port_gbps = params.SM_GLOBAL_BYTES_PER_CYCLE * base.clock_mhz / 1e3  # the unbounded model's per-SM rate
-    floor_ns = partial / base.l2_fragment_reduction_gbps_per_sm - partial / port_gbps
-    assert b.time_ns - a.time_ns >= 0.9 * floor_ns > 0
-    assert a.bytes == b.bytes  # the same traffic, only slower
-    plain = unfused_wgmma(ch, 128, 128, 6)
-    assert simulate(plain, free).time_ns == simulate(plain, base).time_ns
+    assert base.pdl_release_us is not None and base.pdl_release_us < base.kernel_gap_us
+    ch = ex.chain("pdl", 128, 2048, 1024, 2048, activation="gelu")
+    plan = unfused_wgmma(ch, 128, 128, 6)
+    r = simulate(plan, base)
+    g0, g1 = r.kernels
+    start_us = base.kernel_start_us or 0.0
+    assert g1["start_ns"] - g0["end_ns"] == pytest.approx((base.pdl_release_us + start_us) * 1e3)
+    off = simulate(plan, base.model_copy(update={"pdl_release_us": None}))
+    assert off.kernels[1]["start_ns"] - off.kernels[0]["end_ns"] == pytest.approx((base.kernel_gap_us + start_us) * 1e3)
+    assert off.time_ns - r.time_ns == pytest.approx((base.kernel_gap_us - base.pdl_release_us) * 1e3, rel=0.05)
+    mma = simulate(ex.unfused_plan(ch, instruction="mma_sync"), base)
+    assert mma.kernels[1]["start_ns"] - mma.kernels[0]["end_ns"] == pytest.approx((base.kernel_gap_us + start_us) * 1e3)

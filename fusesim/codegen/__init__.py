@@ -17,6 +17,7 @@ from pathlib import Path
 
 import jinja2
 
+from fusesim import capability
 from fusesim.capability import (
     PAD_BF16,
     PAD_F32,
@@ -30,6 +31,7 @@ from fusesim.capability import (
     kernel_split,
     warp_grid,
     wgmma_gemm_smem_bytes,
+    wgmma_split_rows_staged,
 )
 from fusesim.plan import Kernel, Plan
 
@@ -164,7 +166,9 @@ def render_gemm_wgmma(plan: Plan, name: str, prefetch_max_bytes: int | None = No
             "split": kernel_split(kern, rows, cols), "gated": gated, "epilogue": act, "epilogue_act": act,
             "smem_bytes": wgmma_gemm_smem_bytes(t.block_m, t.block_n, kern.stages, gated),
             "mma_asm": wgmma_asm(t.block_n), "pdl_primary": idx == 0, "pdl_secondary": idx == 1,
-            "cluster": kern.cluster_size,
+            "cluster": kern.cluster_size, "staged_store": capability.GEMM_STAGED_STORE,
+            "staged_red": wgmma_split_rows_staged(t.block_m, t.block_n, kern.stages, gated)
+            and kernel_split(kern, rows, cols) > 1,
             "prefetch_bytes": min(d_bytes, cap) // 16 * 16 if idx == 0 else 0,
         })
     return _env().get_template("gemm_wgmma.cu.j2").render(**_common_vars(plan), gemms=gemms)

@@ -63,6 +63,7 @@ def best_rows(cases: list[dict]) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from fusesim.capability import codegen_switches
     from fusesim.gpu.bench import bench
     from fusesim.gpu.env import environment
 
@@ -79,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         for c in results:
             ncu_best(c, work)
     doc = {"what": "fusesim bench: generated kernels vs PyTorch, bf16, L2 flushed before every launch",
-           "env": environment(), "workload": wl.name, "hw": hw.name, "strategies": list(strategies),
+           "env": environment(), "codegen": codegen_switches(), "workload": wl.name, "hw": hw.name,
+           "strategies": list(strategies),
            "top_k": args.top_k, "plans_source": args.plans, "reps": max(args.reps, 50), "seed": args.seed,
            "summary": best_rows(results), "cases": results}
     atomic_write(out, json.dumps(doc, indent=1))

@@ -186,11 +186,12 @@ def write_check(out: str, what: str, module: str, argv: list[str] | None, rows: 
                 best: list[dict[str, Any]], label: str) -> int:
     """Write a device check's JSON (what, command, env, pass count, per-case best, rows), print the
     verified count; 0 when every plan verified."""
+    from fusesim.capability import codegen_switches
     from fusesim.gpu.env import environment
 
     passed = sum(1 for r in rows if r.get("verify", {}).get("ok"))
     doc = {"what": what, "command": " ".join([f"python3 -m {module}", *(argv or sys.argv[1:])]),
-           "env": environment(), "passed": passed, "total": len(rows), "best": best, "rows": rows}
+           "env": environment(), "codegen": codegen_switches(), "passed": passed, "total": len(rows), "best": best, "rows": rows}
     Path(out).write_text(json.dumps(doc, indent=1))
     print(f"{label}: {passed}/{len(rows)} verified")
     return 0 if passed == len(rows) else 1

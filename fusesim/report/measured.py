@@ -38,6 +38,7 @@ class Measurement:
     plan: str = ""  # the plan's summary line when the file gives one (joins by exact schedule)
     plan_dict: dict[str, Any] | None = None  # the full Plan (Plan.from_dict) when the file records it
     code_bytes: int | None = None  # the built kernels' code + parameter banks (bench's `binary` block)
+    codegen: dict[str, bool] | None = None  # the generator switches the kernels were built with (None: not recorded)
 
 
 @dataclass
@@ -170,6 +171,9 @@ def load_measured(path: str | Path | Sequence[str | Path] | None) -> MeasuredSet
             res.warnings.append(f"{f}: skipped ({type(exc).__name__})")
             continue
         got = [m for e in _entries(doc) for m in _from_entry(e, str(f))]
+        switches = doc.get("codegen") if isinstance(doc, dict) else None
+        for m in got:
+            m.codegen = switches if isinstance(switches, dict) else None
         if not got:
             res.warnings.append(f"{f}: no measurements recognised")
         res.items.extend(got)

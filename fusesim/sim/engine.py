@@ -4,7 +4,9 @@ The kernel launcher is a SimPy process: the first launch pays `launch_overhead_u
 launch to first block); every dependent kernel starts `kernel_gap_us` after the previous one's
 last block and its stores (in stream order the next launch is processed while the previous
 kernel runs, so its overhead is hidden: a chain of k kernels costs launch + (k-1) gaps + spans,
-as fusesim calibrate measures on the H200); a fused plan is one kernel whatever n_split (its
+as fusesim calibrate measures on the H200), except a programmatic dependent launch (gemm_wgmma's
+second GEMM), whose blocks start while the previous kernel runs and leave griddepcontrol.wait
+`pdl_release_us` after its last block (calibrate's pdl group), with no start cost of their own; a fused plan is one kernel whatever n_split (its
 inter_cluster_reduce workspace is left zeroed by the previous launch: no memset, no gap). After the
 last kernel the outputs still dirty in L2 (E, and the zeroed workspace of an n_split > 1 plan) are
 written back to HBM and the time includes draining them (so no plan beats min bytes / HBM bandwidth); those bytes
@@ -24,6 +26,7 @@ from typing import Any
 import simpy
 from simpy.core import EmptySchedule
 
+from fusesim.capability import pdl_secondary
 from fusesim.hardware import Hardware
 from fusesim.plan import Kernel, Plan
 from fusesim.sim.gpu import GPU, dispatch
@@ -73,7 +76,14 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
     hw = gpu.hw
     layouts = layouts_for(plan)
     for i, kernel in enumerate(plan.kernels):
-        if i > 0:  # stream order: the dependent kernel waits for the previous one to drain
+        # a programmatic dependent launch was launched (and paid its start) while the previous kernel ran
+        early = i > 0 and hw.pdl_release_us is not None and pdl_secondary(plan, kernel)
+        if early:  # its blocks leave griddepcontrol.wait once the previous kernel's last block is done
+            t0 = env.now
+            yield env.timeout(hw.pdl_release_us * 1e3)
+            if gpu.trace is not None:
+                gpu.trace.host_span("PDL release " + kernel.name, "launch", t0, env.now)
+        elif i > 0:  # stream order: the dependent kernel waits for the previous one to drain
             t0 = env.now
             yield env.timeout(hw.kernel_gap_us * 1e3)
             if gpu.trace is not None:

@@ -24,6 +24,8 @@ from math import gcd
 
 import simpy
 
+from fusesim import capability
+from fusesim.capability import wgmma_split_rows_staged
 from fusesim.hardware import Hardware
 from fusesim.plan import DsmStep, Kernel, Plan
 from fusesim.planner.dsm_comm import dsm_split_wire_bytes_per_block, wire_bytes_per_round
@@ -281,6 +283,10 @@ class GemmCohort(Cohort):
         self.eb = ch.dtype_bytes
         self.ws = layouts.get(SPLIT_WORKSPACE + out) if self.split > 1 else None
         self.dsm_split = self.split > 1 and kernel.cluster_size > 1
+        # gemm_wgmma.cu.j2 stages a split-K partial in its drained ring and red.adds row pieces where
+        # it fits (capability's rule), else every thread red.adds its accumulator fragments
+        self.staged_rows = (plan.instruction == "wgmma" and self.ws is not None and not self.dsm_split
+                            and wgmma_split_rows_staged(self.bm, self.bn, kernel.stages, len(self.rhs) > 1))
 
     def _active(self, step: int, s: int) -> bool:
         lo, hi = self.parts[s]
@@ -320,6 +326,8 @@ class GemmCohort(Cohort):
         if self.ws is not None:
             yield from self._split_epilogue()
             return
+        if self.family == "wgmma" and capability.GEMM_STAGED_STORE:  # gemm_wgmma.cu.j2 stages the bf16 tile
+            yield from self.smem_rmw("output tile (stage)", 2 * self.bm * self.bn * self.eb)  # then row pieces
         gran, l2_bytes = self._tiles(self.out, [((m, n), c) for (m, n), c in _counts((m, n) for m, n, _s in self.coords)])
         yield from self.timed(self.mem.store(gran, l2_bytes, self.sms, self.port), "store " + self.out.name, "store")
 
@@ -344,10 +352,13 @@ class GemmCohort(Cohort):
         width = len(self.rhs)
         mine = [((m, n), c) for (m, n), c in _counts((m, n) for m, n, _s in self.coords)]
         gran, l2_bytes = self._tiles(self.ws, mine, width)
-        # red.add.v2 of the accumulator fragments: the calibrated fragment-reduction rates (per SM and in
-        # all), not the L2 reduction throughput fitted on the fused kernels' red.add.v4 rows
-        yield from self.timed(self.mem.atomic_add(gran, l2_bytes, self.sms, cold=True, sm_bytes_per_ns=self.port,
-                                                  fragments=True), "split-K red.add", "store")
+        # red.add.v4 of staged rows or red.add.v2 of the accumulator fragments: the calibrated rates of
+        # each (per SM and in all), not the L2 reduction throughput fitted on the fused kernels' rows
+        if self.staged_rows:
+            yield from self.smem_rmw("split-K partial (stage)", 2 * self.bm * self.bn * WORKSPACE_BYTES * width)
+        ev = self.mem.atomic_add(gran, l2_bytes, self.sms, cold=True, sm_bytes_per_ns=self.port,
+                                 fragments=not self.staged_rows, rows=self.staged_rows)
+        yield from self.timed(ev, "split-K red.add", "store")
         yield from self.timed(self.ticket(TICKET_BYTES * len(self.coords)), "ticket", "store")
         last = [((m, n), c) for (m, n), c in _counts((m, n) for m, n, s in self.coords if s == self.split - 1)]
         if not last:

@@ -271,6 +271,9 @@ class MemorySystem:
         # red.add.v2 of accumulator fragments (gemm_wgmma split-K): the calibrated all-SM throughput
         frag = hw.l2_fragment_reduction_bandwidth_gbps
         self.l2_frag_red = FluidServer(env, "l2_frag_red", frag) if frag else None
+        # red.add.v4 of whole row pieces (gemm_wgmma split-K staged in SMEM): the calibrated all-SM throughput
+        rows = hw.l2_row_reduction_bandwidth_gbps
+        self.l2_row_red = FluidServer(env, "l2_row_red", rows) if rows else None
         self.bytes = {"hbm_read": 0, "hbm_write": 0, "l2_read": 0, "l2_write": 0}
         self.drain_bytes = 0  # outputs' dirty lines written back after the last kernel
 
@@ -309,15 +312,18 @@ class MemorySystem:
 
     def atomic_add(self, granules: Iterable[tuple[Key, int]], l2_bytes: int, sms: int,
                    cold: bool = False, sm_bytes_per_ns: float | None = None, fp32_red: bool = False,
-                   fragments: bool = False) -> simpy.Event:
+                   fragments: bool = False, rows: bool = False) -> simpy.Event:
         """Reductions performed by L2 (red.global / atomicAdd / cp.reduce.async.bulk add); `cold` as
         in L2Cache.atomic. Granules may be empty (the inter_cluster_reduce tickets: L2 bytes and
         latency only, residency not tracked). `fp32_red`: the generated kernels' red.global.add.v4.f32,
         limited to `hw.l2_reduction_bandwidth_gbps` when the hardware file states it. `fragments`:
         red.global.add.v2.f32 of wgmma accumulator fragments (gemm_wgmma's split-K), limited per SM to
-        `hw.l2_fragment_reduction_gbps_per_sm` and in all to `hw.l2_fragment_reduction_bandwidth_gbps`."""
-        if fragments and self.hw.l2_fragment_reduction_gbps_per_sm:
-            per_sm = self.hw.l2_fragment_reduction_gbps_per_sm
+        `hw.l2_fragment_reduction_gbps_per_sm` and in all to `hw.l2_fragment_reduction_bandwidth_gbps`.
+        `rows`: red.global.add.v4.f32 of whole 16-byte row pieces (gemm_wgmma's split-K staged in SMEM),
+        limited by `hw.l2_row_reduction_gbps_per_sm` and `hw.l2_row_reduction_bandwidth_gbps`."""
+        per_sm = (self.hw.l2_fragment_reduction_gbps_per_sm if fragments else
+                  self.hw.l2_row_reduction_gbps_per_sm if rows else None)
+        if per_sm:
             sm_bytes_per_ns = min(sm_bytes_per_ns or self.sm_load_bytes_per_ns, per_sm)
         fetch = 0
         wb = 0
@@ -333,6 +339,8 @@ class MemorySystem:
             evs.append(self.l2_red.transfer(l2_bytes))
         if fragments and self.l2_frag_red is not None:
             evs.append(self.l2_frag_red.transfer(l2_bytes))
+        if rows and self.l2_row_red is not None:
+            evs.append(self.l2_row_red.transfer(l2_bytes))
         if fetch:
             evs.append(self.hbm.transfer(fetch))
         return self._after(self.env.all_of(evs), self.hw.l2_latency_ns)
