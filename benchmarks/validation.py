@@ -31,7 +31,7 @@ SETS = {
 HELD_OUT_FINAL = "results/h200/final_paper_*.json"
 FINAL_LABEL = "final run: kernels.md's 405 plans, one run"
 TRIAL_LABEL = "gemm_wgmma unfused kernels (held out)"
-RERUN_LABEL = "gemm_wgmma unfused kernels re-timed with today's template (held out)"
+RERUN_LABEL = "gemm_wgmma unfused kernels re-timed with the 2026-12-03 fragment-epilogue template (held out)"
 HELD_OUT = {TRIAL_LABEL: "results/h200/wgmma_trial.json",
             RERUN_LABEL: "results/h200/wgmma_trial_rerun.json",
             "gemm_wgmma tile / split / ring sweep, weight-streaming cases (held out)": "results/h200/wgmma_sweep_*.json",
@@ -117,7 +117,7 @@ def ratio_text(before: list[Row], after: list[Row]) -> str:
 
 
 def all_kernels_lines(kept: dict[str, list[Row]]) -> list[str]:
-    """Every measured kernel once (the gemm_wgmma trial as re-timed with today's template), calibrated config."""
+    """Every measured kernel once (the gemm_wgmma trial as re-timed with the fragment-epilogue template of 2026-12-03), calibrated config."""
     rows = [r for label, rs in kept.items() if label != TRIAL_LABEL for r in rs]
     s, score = summarize(rows), summarize(split_rows(rows)[SCORE])
     return ["## All measured kernels (calibrated config)", "",
@@ -386,10 +386,11 @@ def main() -> int:
     lines += [f"- {TRIAL_LABEL}: MAPE {pct(summarize(held)['mape'])}, mean error "
               f"{100 * statistics.mean(r.error for r in held):+.0f}% over {len(held)} kernels, with the "
               "calibrated wgmma rate, all stages - 1 TMA loads in flight and the split-K protocol (red.add.v2 "
-              "of the fragments at the calibrated fragment-reduction rates; nothing is fitted on these "
-              "kernels). They were built from an earlier revision of gemm_wgmma.cu.j2 (before commit 1cfb359 "
+              "of the fragments at the calibrated fragment-reduction rates, the second GEMM released at "
+              "calibrate's pdl_release_us; nothing is fitted on these kernels; both files ran the fragment "
+              "epilogues and are simulated with them). They were built from an earlier revision of gemm_wgmma.cu.j2 (before commit 1cfb359 "
               "told the compiler a split part has at least one k tile, ptxas serialized the split-K wgmmas, "
-              "warning C7515); the same plans re-timed with today's template (results/h200/wgmma_trial_rerun.json): "
+              "warning C7515); the same plans re-timed with the template of 2026-12-03 before the staged epilogues (results/h200/wgmma_trial_rerun.json): "
               f"median {ratio_text(held, rerun)} of the earlier times, MAPE {pct(summarize(rerun)['mape'])}, mean "
               f"error {100 * statistics.mean(r.error for r in rerun):+.0f}%.", ""]
     lines += all_kernels_lines(kept)
