@@ -32,12 +32,19 @@ HELD_OUT_FINAL = "results/h200/final_paper_*.json"
 FINAL_LABEL = "final run: kernels.md's 405 plans, one run"
 TRIAL_LABEL = "gemm_wgmma unfused kernels (held out)"
 RERUN_LABEL = "gemm_wgmma unfused kernels re-timed with the 2026-12-03 fragment-epilogue template (held out)"
+SWEEP_LABEL = "gemm_wgmma tile / split / ring sweep, weight-streaming cases (held out)"
+DSM_LABEL = "gemm_wgmma gemm1 split-K through DSM trial, weight-streaming cases (held out)"
+RETIMED = " re-timed with the staged epilogues (held out)"  # the same plans, today's template
 HELD_OUT = {TRIAL_LABEL: "results/h200/wgmma_trial.json",
             RERUN_LABEL: "results/h200/wgmma_trial_rerun.json",
-            "gemm_wgmma tile / split / ring sweep, weight-streaming cases (held out)": "results/h200/wgmma_sweep_*.json",
-            "gemm_wgmma gemm1 split-K through DSM trial, weight-streaming cases (held out)":
-                "results/h200/dsm_split_trial_*.json",
+            "gemm_wgmma unfused kernels" + RETIMED: "results/h200/wgmma_trial_retime.json",
+            SWEEP_LABEL: "results/h200/wgmma_sweep_g*.json",
+            SWEEP_LABEL.replace(" (held out)", RETIMED): "results/h200/wgmma_sweep_retime_*.json",
+            DSM_LABEL: "results/h200/dsm_split_trial_g*.json",
+            DSM_LABEL.replace(" (held out)", RETIMED): "results/h200/dsm_split_trial_retime_*.json",
             FINAL_LABEL: HELD_OUT_FINAL}
+# measured again later: each plan set counts once, at its latest measurement, among all kernels
+SUPERSEDED = (TRIAL_LABEL, RERUN_LABEL, SWEEP_LABEL, DSM_LABEL)
 CONFIGS = ("hw_configs/h200_calibrated.yaml", "hw_configs/h200.yaml")
 # the generated-kernel mechanisms of fusesim/sim/README.md that the hardware file switches on
 CORRECTIONS = ("cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_async_refill_ns", "kernel_start_us",
@@ -117,13 +124,18 @@ def ratio_text(before: list[Row], after: list[Row]) -> str:
 
 
 def all_kernels_lines(kept: dict[str, list[Row]]) -> list[str]:
-    """Every measured kernel once (the gemm_wgmma trial as re-timed with the fragment-epilogue template of 2026-12-03), calibrated config."""
-    rows = [r for label, rs in kept.items() if label != TRIAL_LABEL for r in rs]
-    s, score = summarize(rows), summarize(split_rows(rows)[SCORE])
+    """Every measured plan once, at its latest measurement (the gemm_wgmma sets as re-timed with the
+    staged epilogues), calibrated config; and the same with the superseded measurements instead."""
+    rows = [r for label, rs in kept.items() if label not in SUPERSEDED and not label.endswith(RETIMED) for r in rs]
+    latest = rows + [r for label, rs in kept.items() if label.endswith(RETIMED) for r in rs]
+    before = rows + [r for label, rs in kept.items() if label in SUPERSEDED and label != TRIAL_LABEL for r in rs]
+    s, score, b = summarize(latest), summarize(split_rows(latest)[SCORE]), summarize(before)
     return ["## All measured kernels (calibrated config)", "",
-            f"Every set above once, the gemm_wgmma trial as re-timed: {s['kernels']} kernels, MAPE {pct(s['mape'])}, "
-            f"Pearson {s['pearson']:.3f} (score half: "
-            f"{score['kernels']} kernels, MAPE {pct(score['mape'])}). Target MAPE <= 10%.", ""]
+            f"Every plan set above once, at its latest measurement (the three gemm_wgmma sets as re-timed with the "
+            f"staged epilogues): {s['kernels']} kernels, MAPE {pct(s['mape'])}, Pearson {s['pearson']:.3f} (score "
+            f"half: {score['kernels']} kernels, MAPE {pct(score['mape'])}). Target MAPE <= 10%. With those sets as "
+            f"first measured (the trial as re-timed with the fragment epilogues): {b['kernels']} kernels, MAPE "
+            f"{pct(b['mape'])}, Pearson {b['pearson']:.3f}.", ""]
 
 
 def group_stats(rows: list[Row]) -> dict[str, tuple[int, float, float, int]]:
