@@ -557,3 +557,17 @@ def test_pdl_secondary_waits_the_calibrated_release():
     assert off.time_ns - r.time_ns == pytest.approx((base.kernel_gap_us - base.pdl_release_us) * 1e3, rel=0.05)
     mma = simulate(ex.unfused_plan(ch, instruction="mma_sync"), base)
     assert mma.kernels[1]["start_ns"] - mma.kernels[0]["end_ns"] == pytest.approx((base.kernel_gap_us + start_us) * 1e3)
+
+
+def test_pytorch_chain_has_no_pdl_release():
+    """The eager-PyTorch sequence is stream-ordered cuBLAS kernels: the generated kernels' PDL release
+    must not shorten its gaps (its time is the same with pdl_release_us unset)."""
+    from fusesim.codegen.handplans import unfused_wgmma
+    from fusesim.sim.baseline import simulate_torch_chain
+
+    base = hw()
+    plan = unfused_wgmma(ex.chain("tpdl", 128, 2048, 1024, 2048, activation="none"), 128, 128, 6)
+    off = base.model_copy(update={"pdl_release_us": None})
+    for graph in (False, True):
+        assert simulate_torch_chain(plan, base, graph=graph).time_ns == simulate_torch_chain(plan, off, graph=graph).time_ns
+    assert simulate(plan, base).time_ns < simulate(plan, off).time_ns  # the generated plan does use it
