@@ -1,7 +1,7 @@
 """Is gemm_wgmma's epilogue bound by its L2 write requests? One device call: every unfused gemm_wgmma
 plan of the final run (results/h200/plans_final_*.json), built three ways -- fragment stores and
-fragment red.add.v2 (capability's GEMM_STAGED_STORE and GEMM_STAGED_RED off: the final run's kernels, byte for
-byte), the output tile staged in SMEM and stored as 16-byte row pieces (store on), and also the
+fragment red.add.v2 (capability's GEMM_STAGED_STORE and GEMM_STAGED_RED off: the kernels of the final run of
+15:18 UTC, byte for byte), the output tile staged in SMEM and stored as 16-byte row pieces (store on), and also the
 split-K partial staged and red.added as 16-byte v4 row pieces (both on) -- each verified against the
 float32 PyTorch reference, then timed in turn (CUDA events, L2 flushed, median of 50, twice). Writes
 JSON to OUT.

@@ -29,6 +29,7 @@ from fusesim.capability import (
     gemm1_sub_l,
     gemm_smem_bytes,
     kernel_split,
+    pdl_secondary,
     warp_grid,
     wgmma_gemm_smem_bytes,
     wgmma_split_rows_staged,
@@ -165,7 +166,7 @@ def render_gemm_wgmma(plan: Plan, name: str, prefetch_max_bytes: int | None = No
             "block_m": t.block_m, "block_n": t.block_n, "block_k": t.block_k, "stages": kern.stages,
             "split": kernel_split(kern, rows, cols), "gated": gated, "epilogue": act, "epilogue_act": act,
             "smem_bytes": wgmma_gemm_smem_bytes(t.block_m, t.block_n, kern.stages, gated),
-            "mma_asm": wgmma_asm(t.block_n), "pdl_primary": idx == 0, "pdl_secondary": idx == 1,
+            "mma_asm": wgmma_asm(t.block_n), "pdl_primary": idx == 0, "pdl_secondary": pdl_secondary(plan, kern),
             "cluster": kern.cluster_size, "staged_store": capability.GEMM_STAGED_STORE,
             "staged_red": wgmma_split_rows_staged(t.block_m, t.block_n, kern.stages, gated)
             and kernel_split(kern, rows, cols) > 1,

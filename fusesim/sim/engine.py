@@ -6,7 +6,8 @@ last block and its stores (in stream order the next launch is processed while th
 kernel runs, so its overhead is hidden: a chain of k kernels costs launch + (k-1) gaps + spans,
 as fusesim calibrate measures on the H200), except a programmatic dependent launch (gemm_wgmma's
 second GEMM), whose blocks start while the previous kernel runs and leave griddepcontrol.wait
-`pdl_release_us` after its last block (calibrate's pdl group), with no start cost of their own; a fused plan is one kernel whatever n_split (its
+`pdl_release_us` after its last block (calibrate's pdl group) instead of the stream gap (the
+fixed start cost, which lies inside the kernel, remains); a fused plan is one kernel whatever n_split (its
 inter_cluster_reduce workspace is left zeroed by the previous launch: no memset, no gap). After the
 last kernel the outputs still dirty in L2 (E, and the zeroed workspace of an n_split > 1 plan) are
 written back to HBM and the time includes draining them (so no plan beats min bytes / HBM bandwidth); those bytes
@@ -26,7 +27,7 @@ from typing import Any
 import simpy
 from simpy.core import EmptySchedule
 
-from fusesim.capability import pdl_secondary
+from fusesim.capability import pdl_secondary, wgmma_gemm_regs_per_thread
 from fusesim.hardware import Hardware
 from fusesim.plan import Kernel, Plan
 from fusesim.sim.gpu import GPU, dispatch
@@ -76,7 +77,7 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
     hw = gpu.hw
     layouts = layouts_for(plan)
     for i, kernel in enumerate(plan.kernels):
-        # a programmatic dependent launch was launched (and paid its start) while the previous kernel ran
+        # a programmatic dependent launch was launched while the previous kernel ran: no stream gap
         early = i > 0 and hw.pdl_release_us is not None and pdl_secondary(plan, kernel)
         if early:  # its blocks leave griddepcontrol.wait once the previous kernel's last block is done
             t0 = env.now
@@ -144,8 +145,6 @@ def _regs_per_thread(plan: Plan, kernel: Kernel) -> int:
     """Registers per thread that set a kernel's occupancy: the plan's, except for the gemm_wgmma
     template's GEMMs, whose register use follows from their accumulators (capability's rule)."""
     if plan.strategy == "unfused" and plan.instruction == "wgmma" and kernel.op in ("gemm0", "gemm1"):
-        from fusesim.capability import wgmma_gemm_regs_per_thread
-
         return wgmma_gemm_regs_per_thread(kernel.tiles.block_n, plan.chain.gated and kernel.op == "gemm0")
     return kernel.regs_per_thread
 

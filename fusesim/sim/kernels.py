@@ -25,7 +25,6 @@ from math import gcd
 import simpy
 
 from fusesim import capability
-from fusesim.capability import wgmma_split_rows_staged
 from fusesim.hardware import Hardware
 from fusesim.plan import DsmStep, Kernel, Plan
 from fusesim.planner.dsm_comm import dsm_split_wire_bytes_per_block, wire_bytes_per_round
@@ -286,7 +285,7 @@ class GemmCohort(Cohort):
         # gemm_wgmma.cu.j2 stages a split-K partial in its drained ring and red.adds row pieces where
         # it fits (capability's rule), else every thread red.adds its accumulator fragments
         self.staged_rows = (plan.instruction == "wgmma" and self.ws is not None and not self.dsm_split
-                            and wgmma_split_rows_staged(self.bm, self.bn, kernel.stages, len(self.rhs) > 1))
+                            and capability.wgmma_split_rows_staged(self.bm, self.bn, kernel.stages, len(self.rhs) > 1))
 
     def _active(self, step: int, s: int) -> bool:
         lo, hi = self.parts[s]
