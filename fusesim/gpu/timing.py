@@ -1,8 +1,11 @@
 """Timing with CUDA events, L2 flushed (by reading 2.5x its size) before every launch.
 
 Two modes, both recorded, because small chains are decided by launch cost:
-* ``queued``: flush L2, record the start event and launch at once; the host enqueues while the
-  GPU is still flushing, so the interval is GPU-side time (kernels + gaps between them).
+* ``queued``: flush L2, hold the GPU for HOST_LEAD_US (a spin kernel), record the start event and
+  launch at once; the host enqueues the whole call while the GPU is still flushing and spinning, so
+  the interval is GPU-side time (kernels + gaps between them) however slow the host's dispatch is.
+  (Without the spin, a PyTorch eager chain whose dispatch outlasted the flush measured its host
+  gaps: 12-60 us for the same chain in two runs.)
 * ``sync``: flush L2, synchronize, then record the start and launch; the interval also holds the
   host's launch cost (what a single call from an idle GPU sees; PyTorch eager dispatch shows here).
 """
@@ -44,6 +47,17 @@ class L2Flusher:
             self.buf.fill_(self.value)
 
 
+HOST_LEAD_US = 200.0  # GPU time the host gets to enqueue a queued call: more than any eager chain's dispatch
+
+
+def hold_gpu(us: float) -> None:
+    """Enqueue a spin of about `us` microseconds (torch.cuda._sleep counts SM clock cycles)."""
+    import torch
+
+    mhz = getattr(torch.cuda.get_device_properties(0), "clock_rate", 0) / 1e3 or 1980.0
+    torch.cuda._sleep(int(us * mhz))
+
+
 def time_fn(fn: Callable[[], Any], flush: L2Flusher, reps: int = 60, warmup: int = 5) -> dict[str, float]:
     """Median, min and spread (us) of `fn` in both modes over `reps` launches each."""
     import torch
@@ -59,6 +73,8 @@ def time_fn(fn: Callable[[], Any], flush: L2Flusher, reps: int = 60, warmup: int
             flush()
             if mode == "sync":
                 torch.cuda.synchronize()
+            else:
+                hold_gpu(HOST_LEAD_US)
             starts[i].record()
             fn()
             ends[i].record()
@@ -68,6 +84,7 @@ def time_fn(fn: Callable[[], Any], flush: L2Flusher, reps: int = 60, warmup: int
         out[f"{mode}_min_us"] = us[0]
         out[f"{mode}_p90_us"] = us[int(0.9 * (len(us) - 1))]
     out["reps"] = reps
+    out["host_lead_us"] = HOST_LEAD_US
     return out
 
 
