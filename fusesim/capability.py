@@ -73,26 +73,32 @@ def wgmma_gemm_smem_bytes(block_m: int, block_n: int, stages: int, gated: bool) 
 # (False: red.add.v2 of the fragments). Both measured faster on the H200 (results/h200/store_trial.json).
 GEMM_STAGED_STORE = True
 GEMM_STAGED_RED = True
+# float4s of the fp32 sum each thread of a split's last contributor loads before it stores any, in the
+# convert after the ticket (all templates): one L2 round trip per batch; 1 = one per float4 (before)
+CONVERT_BATCH = 4
 # what a measured file without a "codegen" block ran: the gemm_wgmma template before the staging
-FRAGMENT_EPILOGUE = {"gemm_staged_store": False, "gemm_staged_red": False}
+FRAGMENT_EPILOGUE = {"gemm_staged_store": False, "gemm_staged_red": False, "convert_batch": 1}
 
 
-def codegen_switches() -> dict[str, bool]:
+def codegen_switches() -> dict[str, bool | int]:
     """The generator switches in effect (bench records them next to its measurements)."""
-    return {"gemm_staged_store": GEMM_STAGED_STORE, "gemm_staged_red": GEMM_STAGED_RED}
+    return {"gemm_staged_store": GEMM_STAGED_STORE, "gemm_staged_red": GEMM_STAGED_RED,
+            "convert_batch": CONVERT_BATCH}
 
 
 @contextmanager
-def generator_switches(switches: dict[str, bool]) -> Iterator[None]:
-    """Render (or simulate) as the generator did with these switches (codegen_switches' keys)."""
-    global GEMM_STAGED_STORE, GEMM_STAGED_RED
-    saved = GEMM_STAGED_STORE, GEMM_STAGED_RED
+def generator_switches(switches: dict[str, bool | int]) -> Iterator[None]:
+    """Render (or simulate) as the generator did with these switches (codegen_switches' keys; a
+    recorded block without "convert_batch" predates the batched convert: 1)."""
+    global GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH
+    saved = GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH
     GEMM_STAGED_STORE = bool(switches.get("gemm_staged_store", GEMM_STAGED_STORE))
     GEMM_STAGED_RED = bool(switches.get("gemm_staged_red", GEMM_STAGED_RED))
+    CONVERT_BATCH = int(switches.get("convert_batch", 1 if switches else CONVERT_BATCH))
     try:
         yield
     finally:
-        GEMM_STAGED_STORE, GEMM_STAGED_RED = saved
+        GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH = saved
 
 
 def pdl_secondary(plan: Plan, kernel: Kernel) -> bool:

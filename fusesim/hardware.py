@@ -37,7 +37,8 @@ _OPTIONAL = {"cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_asy
              "kernel_start_us", "l2_reduction_bandwidth_gbps", "graph_kernel_gap_us", "fused_wgmma_stage_ns",
              "l2_reuse_bytes", "l2_evict_first_bytes", "tma_refill_ns",
              "inter_cluster_ticket_ns", "l2_fragment_reduction_gbps_per_sm", "l2_fragment_reduction_bandwidth_gbps",
-             "l2_row_reduction_gbps_per_sm", "l2_row_reduction_bandwidth_gbps", "pdl_release_us"}
+             "l2_row_reduction_gbps_per_sm", "l2_row_reduction_bandwidth_gbps", "pdl_release_us",
+             "inter_cluster_convert_ns", "inter_cluster_convert_round_trip_ns"}
 
 
 MAX_REFILL_NS = 1000.0  # bound on cp_async_refill_ns, tma_refill_ns, fused_wgmma_stage_ns: work within one stage
@@ -117,6 +118,12 @@ class Hardware(BaseModel):
     # __threadfence after the red.adds, __syncthreads, one atomicAdd, __syncthreads), once the reds are
     # performed in L2, until the ticket is known (None: one L2 atomic round trip)
     inter_cluster_ticket_ns: float | None = Field(default=None, ge=0)
+    # the last block's convert after the ticket (the generated kernels' loop: ld.cg of the fp32 sum,
+    # then the bf16 and zero stores that wait for it): a fixed part and one dependent L2 round trip per
+    # batch of float4s a thread loads together (capability.CONVERT_BATCH; calibrated with one float4
+    # per trip; None: the loads' and stores' bytes only)
+    inter_cluster_convert_ns: float | None = Field(default=None, ge=0)
+    inter_cluster_convert_round_trip_ns: float | None = Field(default=None, ge=0)
     # gap between dependent kernels replayed from a CUDA graph (None: kernel_gap_us, stream order)
     graph_kernel_gap_us: float | None = Field(default=None, ge=0)
     # how much of what was read is still in L2 when it is read again: the working set a second pass
@@ -159,6 +166,10 @@ class Hardware(BaseModel):
                 raise ValueError(f"{f}: larger than l2_bandwidth_gbps (reductions pass the L2)")
         if self.inter_cluster_ticket_ns is not None and self.inter_cluster_ticket_ns > 10 * self.hbm_latency_ns:
             raise ValueError("inter_cluster_ticket_ns: larger than 10 HBM latencies (a fence and one atomic round trip)")
+        for f in ("inter_cluster_convert_ns", "inter_cluster_convert_round_trip_ns"):
+            v = getattr(self, f)
+            if v is not None and v > 10 * self.hbm_latency_ns:
+                raise ValueError(f"{f}: larger than 10 HBM latencies (a fence, or one load round trip and two stores)")
         if self.tma_refill_ns is not None and self.tma_refill_ns > MAX_REFILL_NS:
             raise ValueError(f"tma_refill_ns: larger than {MAX_REFILL_NS} ns (a barrier handshake inside one "
                              "pipeline stage)")

@@ -271,6 +271,26 @@ def test_ticket_protocol_from_small_slices() -> None:
     assert "inter_cluster_ticket_ns" not in alone.values and any(n.startswith("ticket (ns)") for n in alone.notes)
 
 
+def test_convert_line_from_the_ticket_cases() -> None:
+    """ticket: the last block's convert is a straight line in the float4s each of the 256 threads
+    converts (least squares: intercept = fixed part, slope = one round trip per float4); a single
+    slice size gives no line."""
+    from fusesim.calibrate.derive import derive
+
+    def case(name: str, floats: int, convert_ns: float) -> dict[str, Any]:
+        return {"case": name, "grid": 8, "floats_per_block": floats, "issue_ns_median": 50.0,
+                "fence_ticket_ns_median": 600.0, "convert_ns_median": convert_ns, "span_ns_median": 3000.0}
+
+    pts = [("t2_c4_f256", 256, 1), ("t2_c4_f4096", 4096, 4), ("t16_c8_f16384", 16384, 16), ("t2_c64_f32768", 32768, 32)]
+    raw = {"groups": {"ticket": {"method": "m", "cases": [case(n, f, 400.0 + 250.0 * x) for n, f, x in pts]}}}
+    d = derive(raw, {"l2_latency_ns": 150.0})
+    assert d.values["inter_cluster_convert_ns"] == pytest.approx(400.0)
+    assert d.values["inter_cluster_convert_round_trip_ns"] == pytest.approx(250.0)
+    assert "least squares" in d.how["inter_cluster_convert_round_trip_ns"]
+    one = {"groups": {"ticket": {"method": "m", "cases": [case("t2_c4_f4096", 4096, 1600.0)]}}}
+    assert "inter_cluster_convert_ns" not in derive(one, {"l2_latency_ns": 150.0}).values
+
+
 def test_fragment_reduction_rates_from_the_per_sm_cases() -> None:
     """l2red: the v2-fragment red.add rate per SM comes from the 16-SM case, the all-SM rate from the
     case with the most SMs; without per-SM cases nothing is written (the group stays a note)."""

@@ -466,6 +466,82 @@ def test_inter_cluster_ticket_waits_the_measured_protocol_once_per_kernel():
     assert simulate(whole, slow).time_ns == simulate(whole, base).time_ns
 
 
+def _convert_off_and_on(fixed_ns: float, per_float4_ns: float) -> tuple[Hardware, Hardware]:
+    base = hw().model_copy(update={"inter_cluster_convert_ns": None, "inter_cluster_convert_round_trip_ns": None})
+    return base, base.model_copy(update={"inter_cluster_convert_ns": fixed_ns,
+                                         "inter_cluster_convert_round_trip_ns": per_float4_ns})
+
+
+def test_inter_cluster_convert_waits_one_round_trip_per_batch_of_float4s():
+    """The last block's convert (every template's loop: ld.cg of CONVERT_BATCH float4s, then the
+    stores that wait for them) takes the calibrated fixed part plus one round trip per batch each
+    thread converts, overlapped with the bytes' own time: twice the threads, half the round trips;
+    batching four float4s a trip leaves a quarter of the trips; plans without a workspace are
+    untouched; bytes never change."""
+    from fusesim.capability import generator_switches
+
+    base, slow = _convert_off_and_on(500.0, 300.0)
+    ch = ex.chain("g", 128, 1024, 512, 512)
+    narrow, wide = (ex.fused_plan(ch, ClusterShape(1, 1, 1, 1), 64, 64, 64, n_split=4, threads=t,
+                                  instruction="mma_sync") for t in (128, 256))
+
+    def extra(plan: Plan) -> float:
+        return simulate(plan, slow).time_ns - simulate(plan, base).time_ns
+
+    # the owned slice is 64 x 512 fp32: 8192 float4s, 64 per thread at 128 threads, 32 at 256
+    with generator_switches({"convert_batch": 1}):
+        d_narrow, d_wide = extra(narrow), extra(wide)
+    # it replaces the sum's load and the stores (their bytes, the same at either thread count)
+    assert d_narrow - d_wide == pytest.approx(32 * 300, rel=0.02)
+    assert (500 + 64 * 300) / 2 < d_narrow <= 500 + 64 * 300
+    bytes_ns = 500 + 64 * 300 - d_narrow  # the load's and the stores' own time, which the floor overlaps
+    with generator_switches({"convert_batch": 4}):
+        assert extra(narrow) == pytest.approx(max(0.0, 500 + 16 * 300 - bytes_ns), abs=1.0)
+        assert simulate(narrow, slow).bytes == simulate(narrow, base).bytes
+    whole = ex.fused_plan(ch, ClusterShape(1, 4, 1, 1), 64, 64, 64, n_split=1, threads=128, instruction="mma_sync")
+    assert simulate(whole, slow).time_ns == simulate(whole, base).time_ns
+
+
+def test_gemm_wgmma_split_k_convert_waits_its_round_trips_unsplit_gemms_do_not():
+    """gemm_wgmma's split-K last block converts its block_m x block_n tile the same way."""
+    from fusesim.capability import generator_switches
+
+    base, slow = _convert_off_and_on(500.0, 300.0)
+    ch = ex.chain("g", 128, 1024, 4096, 512)
+    split = ex.unfused_plan(ch, 64, 64, 64, stages=4, threads=256, split_k1=4)
+    # 64 x 64 fp32: 1024 float4s, 4 per thread: four round trips one at a time, one when batched by 4;
+    # the floor overlaps the load and the stores, the same bytes either way
+    extra = {}
+    for batch in (1, 4):
+        with generator_switches({"convert_batch": batch}):
+            extra[batch] = simulate(split, slow).time_ns - simulate(split, base).time_ns
+    assert extra[1] - extra[4] == pytest.approx(3 * 300, abs=1.0)
+    assert 0 < extra[4] <= 500 + 300
+    plain = ex.unfused_plan(ch, 64, 64, 64, stages=4, threads=256)
+    assert simulate(plain, slow).time_ns == simulate(plain, base).time_ns
+
+
+def test_inter_cluster_reduce_red_adds_at_the_rate_of_their_form():
+    """fused_wgmma without a reduce-scatter red.adds accumulator fragments (v2): with the calibrated
+    per-SM rates a fragment red is slower than a row-piece red (v4) of the same bytes; mma.sync's
+    fused kernel always red.adds row pieces."""
+    from fusesim.sim.kernels import FusedCohort, FusedWgmmaCohort
+
+    assert FusedWgmmaCohort._red_fragments.__doc__ and FusedCohort._red_fragments.__doc__
+    h = hw()
+    ch = ex.chain("g", 128, 1024, 512, 512)
+    plan = ex.fused_plan(ch, ClusterShape(1, 1, 1, 1), 64, 64, 64, n_split=16, threads=256)  # n_passes 1
+    frag_slow = h.model_copy(update={"l2_fragment_reduction_gbps_per_sm": 1.0})
+    rows_slow = h.model_copy(update={"l2_row_reduction_gbps_per_sm": 1.0})
+    t = simulate(plan, h).time_ns
+    assert simulate(plan, frag_slow).time_ns > 2 * t  # the fused_wgmma kernel's reds are fragments
+    assert simulate(plan, rows_slow).time_ns == pytest.approx(t)
+    mma = ex.fused_plan(ch, ClusterShape(1, 1, 1, 1), 64, 64, 64, n_split=16, threads=256, instruction="mma_sync")
+    t = simulate(mma, h).time_ns
+    assert simulate(mma, rows_slow).time_ns > 2 * t
+    assert simulate(mma, frag_slow).time_ns == pytest.approx(t)
+
+
 def test_dsm_split_k_moves_partials_over_dsm_not_through_a_workspace():
     """gemm_wgmma with a GEMM's split parts as one cluster: the simulator's DSM bytes are the
     analyzer's (each part reads its block_n / split columns of every peer's fp32 partial, with

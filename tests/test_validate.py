@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from fusesim.capability import codegen_switches
 from fusesim.hardware import load_hardware
 from fusesim.planner import plan_case
 from fusesim.sim import simulate
@@ -37,7 +38,7 @@ def _synthetic_measurements(tmp_path: Path, scale: dict[str, float]) -> tuple[Pa
                      "time": {"queued_median_us": t * scale[strategy]}, "ncu": {"dram__bytes_read.sum": 1.0e7}})
     recs.append({"strategy": "dsm", "plan": recs[-1]["plan"], "verify": {"ok": False}, "time": {"queued_median_us": 1}})
     path = tmp_path / "bench.json"
-    path.write_text(json.dumps({"what": "synthetic", "cases": [{"case": "G4", "plans": recs,
+    path.write_text(json.dumps({"what": "synthetic", "codegen": codegen_switches(), "cases": [{"case": "G4", "plans": recs,
                                                                 "pytorch": {"graph": {"queued_median_us": 9.0}}}]}))
     return path, sims
 

@@ -230,6 +230,28 @@ def half_miss_bytes(points: list[tuple[int, float]]) -> float | None:
     return None
 
 
+TICKET_THREADS = 256  # calib.cu k_ticket's block size
+
+
+def _convert_fit(d: Derived, tk: dict[str, Any], cases: dict[str, dict[str, Any]]) -> None:
+    """The last block's convert: a straight line through (float4s each thread converts, time), least
+    squares over the ticket cases -- the intercept is its fixed part (the second fence, the loop's
+    setup and end), the slope one dependent ld.cg round trip plus the two stores per float4."""
+    pts = sorted((-(-int(c["floats_per_block"]) // (4 * TICKET_THREADS)), float(c["convert_ns_median"]))
+                 for c in cases.values() if _positive(c.get("floats_per_block")) and _positive(c.get("convert_ns_median")))
+    if len({x for x, _ in pts}) < 2:
+        return
+    fit = statistics.linear_regression([x for x, _ in pts], [y for _, y in pts])
+    if fit.slope <= 0 or fit.intercept < 0:
+        d.notes.append(f"ticket convert: no positive straight line through {pts}")
+        return
+    every = ", ".join(f"{x}: {y:.0f}" for x, y in pts)
+    how = (f"{tk.get('method', 'ticket group')}; the last block's convert, least squares over float4s per thread "
+           f"({TICKET_THREADS} threads) -> ns: {every}")
+    d.put("inter_cluster_convert_ns", _r(fit.intercept, 1), how + " (intercept)")
+    d.put("inter_cluster_convert_round_trip_ns", _r(fit.slope, 1), how + " (slope)")
+
+
 def derive(raw: dict[str, Any], known: dict[str, Any] | None = None) -> Derived:
     d = Derived()
     info = _group(raw, "info")
@@ -478,6 +500,7 @@ def derive(raw: dict[str, Any], known: dict[str, Any] | None = None) -> Derived:
                   f"L2 latency the simulator already charges the reds ({l2_lat:.0f} ns, {l2_src}); all cases, ns: {every}")
         else:
             d.notes.append(f"ticket (ns): {every}")
+        _convert_fit(d, tk, cases)
     inflight = _group(raw, "hbm_inflight")
     if inflight and inflight.get("cases"):
         one = [c for c in inflight["cases"] if c.get("blocks_per_sm") == 1 and _positive(c.get("latency_ns"))]

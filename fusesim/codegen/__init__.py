@@ -106,7 +106,7 @@ def render_fused(plan: Plan, name: str) -> str:
         cls_m=c.m, cls_n=c.n, cls_k=c.k, cls_l=c.l, grid_m=plan.grid_m, n_split=plan.n_split,
         n_passes=plan.n_passes, stages=plan.stages, threads=plan.threads, gated_mode=plan.gated_mode,
         wm0=wm0, wn0=wn0, wm1=wm1, wn1=wn1, smem_bytes=fused_layout(plan).total, e_regs=e_in_regs(plan),
-        prefetch_bytes=PREFETCH_BYTES,
+        prefetch_bytes=PREFETCH_BYTES, convert_batch=capability.CONVERT_BATCH if plan.n_split > 1 else 1,
     )
 
 
@@ -171,6 +171,7 @@ def render_gemm_wgmma(plan: Plan, name: str, prefetch_max_bytes: int | None = No
             "staged_red": wgmma_split_rows_staged(t.block_m, t.block_n, kern.stages, gated)
             and kernel_split(kern, rows, cols) > 1,
             "prefetch_bytes": min(d_bytes, cap) // 16 * 16 if idx == 0 else 0,
+            "convert_batch": capability.CONVERT_BATCH if kernel_split(kern, rows, cols) > 1 else 1,
         })
     return _env().get_template("gemm_wgmma.cu.j2").render(**_common_vars(plan), gemms=gemms)
 
@@ -185,6 +186,7 @@ def render_fused_wgmma(plan: Plan, name: str) -> str:
         cls_m=c.m, cls_n=c.n, cls_k=c.k, cls_l=c.l, grid_m=plan.grid_m, n_split=plan.n_split,
         stages=plan.stages, gated_mode=plan.gated_mode, smem_bytes=layout.total,
         er_alias=layout.receive_aliased, mma0_asm=wgmma_asm(t.block_n), mma1_asm=wgmma_asm(sub_l),
+        convert_batch=capability.CONVERT_BATCH if plan.n_split > 1 else 1,
     )
 
 

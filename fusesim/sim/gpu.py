@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 import simpy
 
+from fusesim import capability
 from fusesim.hardware import Hardware
 from fusesim.plan import Kernel
 from fusesim.sim.fluid import FluidServer
@@ -234,6 +235,17 @@ class Cohort:
         if not self.hw.inter_cluster_ticket_ns:
             return ev
         return self.env.all_of([ev, self.env.timeout(self.hw.inter_cluster_ticket_ns)])
+
+    def convert_floor(self, float4s_per_thread: int) -> simpy.Event | None:
+        """The last block's convert after the ticket (every template's loop: ld.cg of the fp32 sum,
+        then the bf16 and zero stores that wait for it): at least the calibrated fixed part plus one
+        dependent L2 round trip per batch of `capability.CONVERT_BATCH` float4s a thread loads
+        together (None when the hardware file states neither: the loads' and stores' bytes alone)."""
+        fixed, per = self.hw.inter_cluster_convert_ns, self.hw.inter_cluster_convert_round_trip_ns
+        if fixed is None and per is None:
+            return None
+        trips = -(-max(float4s_per_thread, 1) // max(capability.CONVERT_BATCH, 1))
+        return self.env.timeout((fixed or 0.0) + (per or 0.0) * trips)
 
     def dsm_push(self, bytes_per_block: float, pull: bool = False) -> simpy.Event:
         """Remote SMEM traffic on each SM's DSM link: pushes (st.shared::cluster) at the push

@@ -363,11 +363,15 @@ class GemmCohort(Cohort):
         if not last:
             return
         w_gran, w_bytes = self._tiles(self.ws, last, width)
-        yield from self.timed(self.mem.load(w_gran, w_bytes, self.sms, self.port), "read workspace", "store")
+        sms = min(self.sms, sum(c for _k, c in last))  # only the last blocks' SMs move these bytes
+        floor = self.convert_floor(-(-self.bm * max(self.bn // 4, 1) // max(self.kernel.threads, 1)))
+        yield from self.timed(self.mem.load(w_gran, w_bytes, sms, self.port), "read workspace", "store")
         o_gran, o_bytes = self._tiles(self.out, last)
         tickets = TICKET_BYTES * sum(c for _k, c in last)
-        ev = self.mem.store(o_gran + w_gran, o_bytes + w_bytes + tickets, self.sms, self.port)
+        ev = self.mem.store(o_gran + w_gran, o_bytes + w_bytes + tickets, sms, self.port)
         yield from self.timed(ev, "store " + self.out.name + ", zero workspace", "store")
+        if floor is not None:
+            yield from self.timed(floor, "convert (dependent round trips)", "store")
 
 
     def _dsm_split_epilogue(self):
@@ -650,12 +654,20 @@ class FusedCohort(Cohort):
         return self._slices(self.layouts[WORKSPACE], self._e_slices())
 
     def _red_add_e(self, part: int = 0, parts: int = 1) -> simpy.Event:
-        """red.add of part `part` of `parts` (equal column chunks) of every block's E slice into W."""
+        """red.add of part `part` of `parts` (equal column chunks) of every block's E slice into W:
+        at the inter_cluster_reduce throughput the hardware file states, and at most what one SM
+        sustains in the instruction's form (`_red_fragments`)."""
         gran, l2_bytes = self._workspace_slices
         n = len(gran)
         gran = gran[part * n // parts:(part + 1) * n // parts]
+        frag = self._red_fragments()
         return self.mem.atomic_add(gran, l2_bytes // parts, self.sms, cold=True, sm_bytes_per_ns=self.port,
-                                   fp32_red=True)
+                                   fp32_red=True, fragments=frag, rows=not frag)
+
+    def _red_fragments(self) -> bool:
+        """fused.cu.j2 red.adds whole float4 row pieces of E (red.global.add.v4, from SMEM or the
+        reduce-scatter's sums)."""
+        return False
 
     def _ticket_and_convert(self):
         e, w = self.layouts["E"], self.layouts[WORKSPACE]
@@ -663,13 +675,18 @@ class FusedCohort(Cohort):
         last = self._e_slices(last_only=True)
         if not last:
             return
-        # the last cluster of each tile: read the fp32 sum, store bf16 E and zeros into W, reset the ticket
+        # the last cluster of each tile: read the fp32 sum, store bf16 E and zeros into W, reset the ticket;
+        # only the last blocks' SMs move these bytes
         w_gran, w_bytes = self._slices(w, last)
-        yield from self.timed(self.mem.load(w_gran, w_bytes, self.sms, self.port), "read workspace", "store")
+        sms = min(self.sms, sum(c for _k, c in last))
+        floor = self.convert_floor(self._scatter_float4s_per_thread())  # the owned slice, as the scatter's
+        yield from self.timed(self.mem.load(w_gran, w_bytes, sms, self.port), "read workspace", "store")
         e_gran, e_bytes = self._slices(e, last)
         tickets = TICKET_BYTES * sum(c for _k, c in last)
-        ev = self.mem.store(e_gran + w_gran, e_bytes + w_bytes + tickets, self.sms, self.port)
+        ev = self.mem.store(e_gran + w_gran, e_bytes + w_bytes + tickets, sms, self.port)
         yield from self.timed(ev, "store E, zero workspace", "store")
+        if floor is not None:
+            yield from self.timed(floor, "convert (dependent round trips)", "store")
 
 
 class FusedWgmmaCohort(FusedCohort):
@@ -726,9 +743,10 @@ class FusedWgmmaCohort(FusedCohort):
         start = self.env.now
         kt1 = self.d_steps_per_slice
         # without a reduce-scatter, inter_cluster_reduce red.adds each E sub-tile straight from the
-        # accumulators (fused_wgmma.cu.j2): the reductions overlap the following sub-tiles
+        # accumulators (fused_wgmma.cu.j2); the consumer warps that issue them drain at the SM's
+        # fragment-red rate before their next sub-tile's wgmmas (the memory pipe's queue is short), so
+        # the reductions do not overlap the following sub-tiles
         red_inline = cl.reduce <= 1 and bool(self.steps.get("inter_cluster_reduce"))
-        reds: list[simpy.Event] = []
         for sl in range(self.sub_passes):
             for t in range(cl.shuffle):
                 if t == 1 and sl == 0 and push is not None:  # the other slices have landed
@@ -740,8 +758,8 @@ class FusedWgmmaCohort(FusedCohort):
                     yield from self.stage_mma(flops1, smem1)
             if cl.reduce > 1:  # the E sub-tile goes to SMEM for the reduce-scatter
                 yield from self.smem_rmw("E partial", bm * self.sub_l * 4)
-            elif red_inline:  # the sub-tile's red.add leaves the registers; the next sub-tile's wgmmas run
-                reds.append(self._red_add_e(sl, self.sub_passes))
+            elif red_inline:  # the consumer threads red.add the sub-tile from their accumulators
+                yield from self.timed(self._red_add_e(sl, self.sub_passes), "inter_cluster_reduce (sub-tile)", "store")
         for s in self.steps.get("dsm_reduce_scatter", []):
             if self._scatter_aliased():
                 yield from self.cluster_barrier("barrier (ring drained)")
@@ -749,11 +767,15 @@ class FusedWgmmaCohort(FusedCohort):
                                                                                    self.plan.instruction))
             yield from self.smem_rmw("reduce-scatter sum", cl.reduce * bm * max(self.bl // cl.reduce, 1) * 4)
         if red_inline:
-            yield from self.timed(self.env.all_of(reds), "inter_cluster_reduce (rest)", "store")
             yield from self._ticket_and_convert()
         else:
             yield from self._store_e()
         yield from self.cluster_barrier("barrier (before exit)")
+
+    def _red_fragments(self) -> bool:
+        """Without a reduce-scatter fused_wgmma.cu.j2 red.adds E from the accumulators in their
+        fragment layout (red.global.add.v2); after one, the summed float4 row pieces (v4)."""
+        return self.cl.reduce <= 1
 
     def _scatter_aliased(self) -> bool:
         from fusesim.capability import fused_wgmma_layout
