@@ -216,9 +216,9 @@ def misses(stats: dict[str, tuple[int, float, float, int]], score: dict) -> list
 
 
 def fit_section(hw: Hardware) -> list[str]:
-    best = {"cp_async_groups_in_flight": 1, "l2_reduction_bandwidth_gbps": 700.0, "cp_async_refill_ns": 300.0}
+    best = {"cp_async_groups_in_flight": 1, "l2_reduction_bandwidth_gbps": 1600.0, "cp_async_refill_ns": 300.0}
     trials = [{**best, "cp_async_groups_in_flight": n} for n in (None, 1, 2, 3)]
-    trials += [{**best, "l2_reduction_bandwidth_gbps": b} for b in (None, 350.0, 500.0, 1000.0, 2000.0)]
+    trials += [{**best, "l2_reduction_bandwidth_gbps": b} for b in (None, 700.0, 1000.0, 1400.0, 1800.0, 2300.0, 3000.0)]
     trials += [{**best, "cp_async_refill_ns": r} for r in (None, 100.0, 200.0, 349.0)]
     res = fit_globals([str(ROOT / p) for p in SETS.values()], hw, trials, progress=print)
     lines = ["## Fit of the global corrections (fit half only, `--fit`)", "",
