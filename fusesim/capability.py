@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from fusesim.plan import Kernel, Plan
+from fusesim.workload import Chain
 
 SMEM_LIMIT_BYTES = 232448 - 1024  # H100/H200 opt-in per-block maximum, less static SMEM and margin
 SUPPORTED_THREADS = (128, 256)
@@ -76,29 +77,43 @@ GEMM_STAGED_RED = True
 # float4s of the fp32 sum each thread of a split's last contributor loads before it stores any, in the
 # convert after the ticket (all templates): one L2 round trip per batch; 1 = one per float4 (before)
 CONVERT_BATCH = 4
+# the mma.sync templates' implicit im2col A loader (3x3 conv chains): each copy's row decoded once per
+# block and the tap once per k tile (tile.cuh Im2colRows), where IC is a multiple of block_k; False:
+# every 16-byte copy decodes its row and tap with four constant divisions (load_tile_im2col, before)
+IM2COL_ROWS_HOISTED = True
 # what a measured file without a "codegen" block ran: the gemm_wgmma template before the staging
-FRAGMENT_EPILOGUE = {"gemm_staged_store": False, "gemm_staged_red": False, "convert_batch": 1}
+FRAGMENT_EPILOGUE = {"gemm_staged_store": False, "gemm_staged_red": False, "convert_batch": 1,
+                     "im2col_rows_hoisted": False}
 
 
 def codegen_switches() -> dict[str, bool | int]:
     """The generator switches in effect (bench records them next to its measurements)."""
     return {"gemm_staged_store": GEMM_STAGED_STORE, "gemm_staged_red": GEMM_STAGED_RED,
-            "convert_batch": CONVERT_BATCH}
+            "convert_batch": CONVERT_BATCH, "im2col_rows_hoisted": IM2COL_ROWS_HOISTED}
 
 
 @contextmanager
 def generator_switches(switches: dict[str, bool | int]) -> Iterator[None]:
     """Render (or simulate) as the generator did with these switches (codegen_switches' keys; a
-    recorded block without "convert_batch" predates the batched convert: 1)."""
-    global GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH
-    saved = GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH
+    recorded block without "convert_batch" predates the batched convert: 1; without
+    "im2col_rows_hoisted", the hoisted im2col rows: False)."""
+    global GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED
+    saved = GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED
     GEMM_STAGED_STORE = bool(switches.get("gemm_staged_store", GEMM_STAGED_STORE))
     GEMM_STAGED_RED = bool(switches.get("gemm_staged_red", GEMM_STAGED_RED))
     CONVERT_BATCH = int(switches.get("convert_batch", 1 if switches else CONVERT_BATCH))
+    IM2COL_ROWS_HOISTED = bool(switches.get("im2col_rows_hoisted", False if switches else IM2COL_ROWS_HOISTED))
     try:
         yield
     finally:
-        GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH = saved
+        GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED = saved
+
+
+def im2col_rows_hoisted(chain: Chain, block_k: int) -> bool:
+    """Whether the generated A loader decodes its rows once per block (Im2colRows): a 3x3 conv
+    chain whose k tiles never straddle a filter tap, with the switch on."""
+    cv = chain.conv
+    return IM2COL_ROWS_HOISTED and cv is not None and cv.k1 > 1 and cv.ic % block_k == 0
 
 
 def pdl_secondary(plan: Plan, kernel: Kernel) -> bool:

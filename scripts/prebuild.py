@@ -6,7 +6,8 @@ Usage: FUSESIM_CACHE=.fscache python3 scripts/prebuild.py --hw hw_configs/h200.y
        FUSESIM_CACHE=.fscache python3 scripts/prebuild.py --from-bench results/h200/planner_*.json
 (--from-bench: the plans recorded in bench JSONs, e.g. to profile them again with Nsight Compute;
  --plans-file: {case: [plan, ...]} files that `fusesim bench --plans file:...` reads;
- --sanitize: the plans of fusesim.gpu.sanitize.)
+ --sanitize, --oddshapes, --representatives: the plans of fusesim.gpu.sanitize, fusesim.gpu.oddshapes
+ and the GPU tests.)
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ def main() -> int:
     ap.add_argument("--from-bench", nargs="*", default=[], help="bench JSONs whose recorded plans to build")
     ap.add_argument("--plans-file", nargs="*", default=[], help="{case: [plans]} JSONs (bench --plans file:)")
     ap.add_argument("--sanitize", action="store_true", help="also the compute-sanitizer run's plans")
+    ap.add_argument("--oddshapes", action="store_true", help="also fusesim.gpu.oddshapes' plans")
+    ap.add_argument("--representatives", action="store_true", help="also the GPU tests' plans (one per family and form)")
     ap.add_argument("--top-k", type=int, default=1)
     ap.add_argument("--plans", default="planner")
     ap.add_argument("--jobs", type=int, default=2)
@@ -41,6 +44,14 @@ def main() -> int:
         from fusesim.gpu.sanitize import family_plans
 
         plans += list(family_plans().values())
+    if args.oddshapes:
+        from fusesim.gpu.oddshapes import all_plans
+
+        plans += all_plans()
+    if args.representatives:
+        from fusesim.codegen.handplans import representative_plans
+
+        plans += list(representative_plans().values())
     if args.workloads and not args.hw:
         ap.error("--hw is required with workloads")
     hw = load_hardware(args.hw) if args.hw else None

@@ -48,41 +48,54 @@ def sources():
         yield case, plan, srcs
 
 
-def main() -> int:
+def build_only(items) -> int:
+    """Compile every distinct source of `items` ((case, plan, {variant: Source}) triples) here."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from fusesim.codegen.build import build
 
-    if sys.argv[1:] == ["--build-only"]:
-        from concurrent.futures import ThreadPoolExecutor
+    srcs = {s.digest: s for _c, _p, variants in items for s in variants.values()}
+    with ThreadPoolExecutor(2) as ex:
+        list(ex.map(lambda s: build(s, "so"), srcs.values()))
+    print(f"{len(srcs)} distinct sources built")
+    return 0
 
-        items = {s.digest: s for _c, _p, srcs in sources() for s in srcs.values()}
-        with ThreadPoolExecutor(2) as ex:
-            list(ex.map(lambda s: build(s, "so"), items.values()))
-        print(f"{len(items)} distinct sources built")
-        return 0
+
+def measure(items, base: str, out: str, what: str, variants: dict) -> int:
+    """Verify every variant of every plan against the float32 PyTorch reference, time them in turn
+    (twice, so drift hits all; L2 flushed, median of 50), print a line per plan against `base`, and
+    write the rows to `out`."""
     import torch
 
+    from fusesim.codegen.build import build
     from fusesim.gpu.runner import Loaded, time_kernel, verify
     from fusesim.gpu.timing import L2Flusher
 
     flush = L2Flusher()
     rows = []
-    for case, plan, srcs in sources():
+    for case, plan, srcs in items:
         kerns = {n: Loaded(Path(build(s, "so"))) for n, s in srcs.items()}
         ver = {n: verify(k, plan.chain, seed=7) for n, k in kerns.items()}
         runs: dict[str, list[float]] = {n: [] for n in kerns}
-        for _ in range(2):  # in turn, so drift hits all
+        for _ in range(2):
             for n, k in kerns.items():
                 runs[n].append(time_kernel(k, plan.chain, flush, 50)["queued_median_us"])
         row = {"case": case, "plan": plan.to_dict(), "summary": plan.summary(), "verify": ver,
                "us": {n: min(v) for n, v in runs.items()}, "us_runs": runs}
         rows.append(row)
-        base = row["us"]["fragments"]
+        ref = row["us"][base]
         print(f"{case:4s} {plan.summary()[:60]:60s} " + " | ".join(
-            f"{n} {row['us'][n]:6.2f} ({row['us'][n] / base:.3f}x, ok {ver[n]['ok']})" for n in kerns), flush=True)
-    Path(sys.argv[1]).write_text(json.dumps({"what": __doc__.splitlines()[0], "gpu": torch.cuda.get_device_name(),
-                                             "variants": {n: list(v) for n, v in VARIANTS.items()}, "rows": rows},
-                                            indent=1))
+            f"{n} {row['us'][n]:6.2f} ({row['us'][n] / ref:.3f}x, ok {ver[n]['ok']})" for n in kerns), flush=True)
+    Path(out).write_text(json.dumps({"what": what, "gpu": torch.cuda.get_device_name(), "variants": variants,
+                                     "rows": rows}, indent=1))
     return 0
+
+
+def main() -> int:
+    if sys.argv[1:] == ["--build-only"]:
+        return build_only(list(sources()))
+    return measure(sources(), "fragments", sys.argv[1], __doc__.splitlines()[0],
+                   {n: list(v) for n, v in VARIANTS.items()})
 
 
 if __name__ == "__main__":

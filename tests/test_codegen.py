@@ -99,6 +99,23 @@ def test_wgmma_epilogue_staging_follows_split_and_switches():
     assert not wgmma_split_rows_staged(128, 128, 1, True)  # a gated partial larger than one stage
 
 
+def test_im2col_rows_decoded_once_per_block_follow_the_switch():
+    """3x3 conv chains' A loader: each copy's row decoded once per block (Im2colRows) in both
+    mma.sync templates; with the switch off (files recorded before it) the per-copy decode."""
+    from fusesim.capability import FRAGMENT_EPILOGUE, generator_switches, im2col_rows_hoisted
+
+    plans = representative_plans()
+    for name in ("gemm_conv3x3", "fused_dsm_im2col_cls_m2"):
+        plan = plans[name]
+        assert im2col_rows_hoisted(plan.chain, plan.tiles.block_k)
+        code = generate(plan).code
+        assert "a_rows.load(" in code and "load_tile_im2col<" not in code, name
+        with generator_switches(FRAGMENT_EPILOGUE):
+            old = generate(plan).code
+        assert "a_rows" not in old and "load_tile_im2col<" in old, name
+    assert not im2col_rows_hoisted(CH, 64)  # no convolution, no im2col
+
+
 def test_fused_wgmma_representatives_cover_every_dsm_comm_form():
     plans = {k: p for k, p in representative_plans().items() if k.startswith("fused_wgmma")}
     for p in plans.values():
@@ -223,6 +240,12 @@ def test_every_template_family_compiles_for_sm90a(tmp_path, monkeypatch):
             assert art.exists() and art.stat().st_size > 0, name
             got = code_bytes(art)  # the kernel's instructions and parameter bank, read from the cubin
             assert got is not None and got["text_bytes"] > 4096 and got["const_bytes"] > 0, name
+    # the per-copy im2col decode of the files recorded before Im2colRows still compiles
+    from fusesim.capability import FRAGMENT_EPILOGUE, generator_switches
+
+    with generator_switches(FRAGMENT_EPILOGUE):
+        old = build(generate(plans["gemm_conv3x3"]), mode="cubin")
+    assert old.exists() and old != one(("gemm_conv3x3", plans["gemm_conv3x3"]))[1]
     # a second build is a cache hit (same path, no recompile)
     name, plan = next(iter(plans.items()))
     art = build(generate(plan), mode="cubin")

@@ -107,6 +107,7 @@ def render_fused(plan: Plan, name: str) -> str:
         n_passes=plan.n_passes, stages=plan.stages, threads=plan.threads, gated_mode=plan.gated_mode,
         wm0=wm0, wn0=wn0, wm1=wm1, wn1=wn1, smem_bytes=fused_layout(plan).total, e_regs=e_in_regs(plan),
         prefetch_bytes=PREFETCH_BYTES, convert_batch=capability.CONVERT_BATCH if plan.n_split > 1 else 1,
+        im2col_rows=capability.im2col_rows_hoisted(plan.chain, t.block_k),
     )
 
 
@@ -134,6 +135,7 @@ def render_gemm(plan: Plan, name: str) -> str:
             "threads": kern.threads, "wm": wm, "wn": wn, "gated": gated,
             "epilogue": act,
             "im2col": idx == 0 and ch.conv is not None and ch.conv.k1 > 1,
+            "im2col_rows": idx == 0 and capability.im2col_rows_hoisted(ch, t.block_k),
             "smem_bytes": gemm_smem_bytes(t.block_m, t.block_n, t.block_k, kern.stages, gated),
         })
     return _env().get_template("gemm.cu.j2").render(**_common_vars(plan), gemms=gemms)

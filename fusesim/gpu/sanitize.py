@@ -21,6 +21,7 @@ from typing import Any
 from fusesim.codegen.handplans import fused, representative_plans, unfused, unfused_wgmma
 from fusesim.gpu.oddshapes import ODD_CHAINS, _ffn
 from fusesim.plan import ClusterShape, Plan
+from fusesim.workload import Chain, ConvGeom
 
 TOOLS = ("memcheck", "racecheck", "synccheck")
 PARALLEL = 8  # sanitizer processes at once (each instruments one small launch)
@@ -31,6 +32,7 @@ def family_plans() -> dict[str, Plan]:
     ch = _ffn("san", 96, 1024, 256, 256, "gelu")
     wide = _ffn("san-wide", 96, 1024, 256, 512, "relu")
     g = _ffn("san-gated", 80, 512, 128, 128, gated=True)
+    conv = Chain("san-conv3x3", "conv_chain", 2 * 9 * 11, 64, 9 * 32, 128, "relu", False, conv=ConvGeom(2, 9, 11, 32, 3))
     return {
         "gemm (unfused, gated, predicated M), cluster 1": unfused(ODD_CHAINS[3], 64, 32, 32),
         "gemm_wgmma (TMA + wgmma, gated, split-K 2 + 4, predicated M), cluster 1": unfused_wgmma(
@@ -39,6 +41,10 @@ def family_plans() -> dict[str, Plan]:
             _ffn("san-wg", 33, 256, 768, 128, "gelu"), 64, 64, 4, split0=1, split1=3, bn1=64),
         "gemm_wgmma (split-K through DSM 2 + 4, predicated M), clusters 2 and 4": unfused_wgmma(
             _ffn("san-wg-dsm", 200, 512, 512, 256, "gelu"), 128, 128, 4, split0=2, split1=4, dsm_split=(True, True)),
+        "gemm implicit im2col (3x3 conv, rows decoded once, batch 2, image edges, predicated M), cluster 1": unfused(
+            conv, 64, 64, 32),
+        "fused dsm implicit im2col (rows decoded once, exchange + shuffle, predicated M), cluster 4": fused(
+            conv, ClusterShape(1, 2, 2, 4), 64, 32, 16, n_split=1),
         "fused smem (inter_cluster_reduce), cluster 1": fused(ch, ClusterShape(1, 1, 1, 1), 64, 64, 64, n_split=4),
         "fused dsm (exchange add + inter_cluster_reduce), cluster 2": fused(ch, ClusterShape(1, 1, 2, 2), 64, 64, 64,
                                                                              n_split=2),
@@ -64,8 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", default="/tmp/sanitize_work")
     p.add_argument("--tools", default=",".join(TOOLS))
     p.add_argument("--only", default="", help="families whose name contains this text (default: all)")
+    p.add_argument("--switches", default="", help="generator switches as JSON (capability.codegen_switches' keys), "
+                   "e.g. to check the kernels a measured file ran")
     args = p.parse_args(argv)
     tools = tuple(args.tools.split(","))
+    from fusesim.capability import codegen_switches, generator_switches
     from fusesim.gpu.bench import build_all
 
     exe = shutil.which("compute-sanitizer")
@@ -75,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     plans = {k: v for k, v in family_plans().items() if args.only in k}
-    built = build_all(list(plans.values()), jobs=8)
+    with generator_switches({**codegen_switches(), **(json.loads(args.switches) if args.switches else {})}):
+        built = build_all(list(plans.values()), jobs=8)
     jobs: list[tuple[str, str, list[str], Path]] = []
     rows: list[dict[str, Any]] = []
     for i, ((name, plan), (so, err)) in enumerate(zip(plans.items(), built, strict=True)):

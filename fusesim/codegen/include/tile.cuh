@@ -137,6 +137,43 @@ __device__ __forceinline__ void load_tile_im2col(bf16* s, int lds, const bf16* i
   }
 }
 
+// Implicit im2col with each copy's row decoded once per block (capability.IM2COL_ROWS_HOISTED):
+// when a k tile never straddles a filter tap (IC % COLS == 0, k0 a multiple of COLS) the tap is
+// uniform per tile, so a 16-byte copy only offsets its row's pixel by the tap and checks the image
+// bounds, instead of four constant divisions per copy (load_tile_im2col). Rows past m_valid and
+// copies past the tile keep an out-of-image row (zero-filled, like load_tile_im2col's).
+template <int ROWS, int COLS, int THREADS, int H, int W, int IC, int K1>
+struct Im2colRows {
+  static_assert(IC % COLS == 0, "a k tile must not straddle a filter tap");
+  static constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR, PER = (CHUNKS + THREADS - 1) / THREADS;
+  static constexpr int PAD = K1 / 2, OUTSIDE = -K1 - 1;  // OUTSIDE + any tap offset stays < 0
+  int y[PER], x[PER], m[PER];  // each copy's output pixel: image row and column, and its row of A
+
+  __device__ __forceinline__ Im2colRows(int m0, int m_valid) {
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+      const int c = threadIdx.x + i * THREADS;
+      m[i] = m0 + c / CPR;
+      const int yx = m[i] % (H * W);
+      y[i] = (c < CHUNKS && m[i] < m_valid) ? yx / W : OUTSIDE;
+      x[i] = yx % W;
+    }
+  }
+
+  __device__ __forceinline__ void load(bf16* s, int lds, const bf16* img, int k0) const {
+    const int tap = k0 / IC, dy = tap / K1 - PAD, dx = tap % K1 - PAD;
+    const bf16* shifted = img + ((long)dy * W + dx) * IC + k0 % IC;  // pixel (y + dy, x + dx), channel k0 % IC
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+      const int c = threadIdx.x + i * THREADS;
+      if (CHUNKS % THREADS != 0 && c >= CHUNKS) continue;
+      const int row = c / CPR, col = (c % CPR) * 8;
+      const bool ok = (unsigned)(y[i] + dy) < (unsigned)H && (unsigned)(x[i] + dx) < (unsigned)W;
+      cp_async16(s + row * lds + col, ok ? shifted + (long)m[i] * IC + col : img, ok);
+    }
+  }
+};
+
 // ---- epilogue math ---------------------------------------------------------------------------------
 __device__ __forceinline__ float act_relu(float x) { return fmaxf(x, 0.f); }
 // GELU and SiLU through the MUFU tanh (tanh.approx.f32): an epilogue thread holds up to 128 values
