@@ -37,7 +37,7 @@ _OPTIONAL = {"cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_asy
              "kernel_start_us", "l2_reduction_bandwidth_gbps", "graph_kernel_gap_us", "fused_wgmma_stage_ns",
              "l2_reuse_bytes", "l2_evict_first_bytes", "tma_refill_ns",
              "inter_cluster_ticket_ns", "l2_fragment_reduction_gbps_per_sm", "l2_fragment_reduction_bandwidth_gbps",
-             "l2_row_reduction_gbps_per_sm", "l2_row_reduction_bandwidth_gbps", "pdl_release_us",
+             "l2_row_reduction_gbps_per_sm", "l2_row_reduction_bandwidth_gbps", "pdl_release_us", "im2col_decode_ns",
              "inter_cluster_convert_ns", "inter_cluster_convert_round_trip_ns"}
 
 
@@ -95,6 +95,10 @@ class Hardware(BaseModel):
     # a two-stage TMA (wgmma family) pipeline: time from the consumers' release of the free stage
     # (empty-barrier arrive) to the producer thread's next bulk copies being issued (None: 0)
     tma_refill_ns: float | None = Field(default=None, ge=0)
+    # the mma.sync templates' per-copy implicit im2col loader (load_tile_im2col, before Im2colRows): what
+    # one thread spends decoding one 16-byte copy's row and filter tap (four constant divisions, bounds),
+    # serial with its warp's MMAs since the same warps issue the copies (None: 0)
+    im2col_decode_ns: float | None = Field(default=None, ge=0)
     # the fused_wgmma consumer's shortest pipeline stage: full-barrier wait, wgmma issue, commit,
     # wait_group 1, empty-barrier arrive (None: a stage takes its tensor or SMEM time only)
     fused_wgmma_stage_ns: float | None = Field(default=None, ge=0)
@@ -173,6 +177,8 @@ class Hardware(BaseModel):
         if self.tma_refill_ns is not None and self.tma_refill_ns > MAX_REFILL_NS:
             raise ValueError(f"tma_refill_ns: larger than {MAX_REFILL_NS} ns (a barrier handshake inside one "
                              "pipeline stage)")
+        if self.im2col_decode_ns is not None and self.im2col_decode_ns > MAX_REFILL_NS:
+            raise ValueError(f"im2col_decode_ns: larger than {MAX_REFILL_NS} ns (the address arithmetic of one copy)")
         if self.fused_wgmma_stage_ns is not None and self.fused_wgmma_stage_ns > MAX_REFILL_NS:
             raise ValueError(f"fused_wgmma_stage_ns: larger than {MAX_REFILL_NS} ns (the instruction work of one "
                              "pipeline stage)")

@@ -542,6 +542,31 @@ def test_inter_cluster_reduce_red_adds_at_the_rate_of_their_form():
     assert simulate(mma, frag_slow).time_ns == pytest.approx(t)
 
 
+def test_per_copy_im2col_decode_is_serial_with_the_mmas_rows_decoded_once_are_free():
+    """The mma.sync kernels' per-copy im2col decode (load_tile_im2col): every GEMM0 stage of a block
+    waits copies-per-thread x im2col_decode_ns (one wave: k steps x that); with the rows decoded
+    once per block (Im2colRows, the switch on) and for a chain without a 3x3 conv it costs nothing."""
+    from fusesim.capability import generator_switches
+    from fusesim.codegen.handplans import fused, unfused
+    from fusesim.workload import Chain, ConvGeom
+
+    conv = Chain("c", "conv_chain", 14 * 14, 128, 9 * 64, 256, "relu", False, conv=ConvGeom(1, 14, 14, 64, 3))
+    base = hw().model_copy(update={"im2col_decode_ns": None})
+    slow = base.model_copy(update={"im2col_decode_ns": 50.0})
+    plan = fused(conv, ClusterShape(1, 2, 1, 2), 64, 64, 64, n_split=1, stages=3, threads=256)
+    # 64 x 64 A tile: 512 copies, 2 per thread; K = 576: 9 stages; 4 x 2 clusters of 2: one wave
+    with generator_switches({"im2col_rows_hoisted": False}):
+        extra = simulate(plan, slow).time_ns - simulate(plan, base).time_ns
+        assert extra == pytest.approx(9 * 2 * 50.0, rel=0.15)
+        gemm = unfused(conv, 64, 64, 64)
+        assert simulate(gemm, slow).time_ns > simulate(gemm, base).time_ns
+        plain = ex.fused_plan(ex.chain("g", 192, 128, 576, 256), ClusterShape(1, 2, 1, 2), 64, 64, 64, n_split=1,
+                              stages=3, instruction="mma_sync")
+        assert simulate(plain, slow).time_ns == simulate(plain, base).time_ns
+    with generator_switches({"im2col_rows_hoisted": True}):
+        assert simulate(plan, slow).time_ns == simulate(plan, base).time_ns
+
+
 def test_dsm_split_k_moves_partials_over_dsm_not_through_a_workspace():
     """gemm_wgmma with a GEMM's split parts as one cluster: the simulator's DSM bytes are the
     analyzer's (each part reads its block_n / split columns of every peer's fp32 partial, with

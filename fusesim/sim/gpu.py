@@ -204,16 +204,20 @@ class Cohort:
         self.trace.span(self.sm_ids, "load", "load", start, self.env.now)
 
     # ---- building blocks for consume() --------------------------------------------------------
-    def stage_mma(self, flops_per_block: float, smem_bytes_per_block: float = 0.0):
+    def stage_mma(self, flops_per_block: float, smem_bytes_per_block: float = 0.0, issue_ns: float = 0.0):
         """Wait for the next SMEM stage, refill the stage freed by the previous MMA (load t+S-1,
         as the generated pipeline does), run this stage's MMAs at the cohort's share of the
         tensor cores -- or of the SMEM bandwidth, when the operand traffic between SMEM and the
-        warps (`smem_bytes_per_block`, see `smem_operand_bytes`) takes longer: they overlap."""
+        warps (`smem_bytes_per_block`, see `smem_operand_bytes`) takes longer: they overlap.
+        `issue_ns`: the warps' own work issuing the refill's copies (`im2col_issue_ns`), serial with
+        their MMAs."""
         ev = self._pending.popleft()
         if not ev.processed:
             yield ev
         if self.refill_ns:  # wait_group 0, __syncthreads, then the producer's address arithmetic
             yield self.env.timeout(self.refill_ns)
+        if issue_ns > 0:
+            yield self.env.timeout(issue_ns)
         if self.stages > 1:
             self._issue(self.tma_refill_ns)
         start = self.env.now
@@ -225,6 +229,17 @@ class Cohort:
             self._issue()
         if self.trace is not None:
             self.trace.span(self.sm_ids, "mma", "mma", start, self.env.now)
+
+    def im2col_issue_ns(self, chain, block_m: int, block_k: int) -> float:
+        """A thread's address decode for its copies of one im2col A tile (block_m x block_k) when the
+        mma.sync templates decode every copy (load_tile_im2col; capability.im2col_rows_hoisted says
+        when the rows are decoded once per block instead): copies per thread x `hw.im2col_decode_ns`."""
+        cv = chain.conv
+        if (self.family != "mma_sync" or cv is None or cv.k1 <= 1 or not self.hw.im2col_decode_ns
+                or capability.im2col_rows_hoisted(chain, block_k)):
+            return 0.0
+        copies = -(-block_m * block_k // 8 // max(self.kernel.threads, 1))
+        return copies * self.hw.im2col_decode_ns
 
     def ticket(self, ticket_bytes: int) -> simpy.Event:
         """inter_cluster_ticket (dsm_comm.cuh), once a block's red.adds are performed in L2:

@@ -264,6 +264,7 @@ class GemmCohort(Cohort):
     def __init__(self, gpu: GPU, plan: Plan, kernel: Kernel, clusters: list[int], slots, order,
                  layouts: dict[str, TensorLayout]):
         super().__init__(gpu, kernel, clusters, slots, plan.instruction, plan.chain.dtype)
+        self.plan = plan
         ch = plan.chain
         t = kernel.tiles
         self.bm, self.bn, self.bk = t.block_m, t.block_n, t.block_k
@@ -316,9 +317,10 @@ class GemmCohort(Cohort):
         nb = len(self.rhs)
         smem = smem_operand_bytes(self.family, self.bm, self.bn, self.bk, self.kernel.threads, nb,
                                   (self.bm * self.bk + nb * self.bk * self.bn) * self.eb, self.eb)
+        issue = self.im2col_issue_ns(self.plan.chain, self.bm, self.bk) if self.kernel.op == "gemm0" else 0.0
         for step in range(self.steps):
             share = sum(self._active(step, s) for _m, _n, s in self.coords) / max(len(self.coords), 1)
-            yield from self.stage_mma(flops * share, smem * share)
+            yield from self.stage_mma(flops * share, smem * share, issue)
         if self.dsm_split:
             yield from self._dsm_split_epilogue()
             return
@@ -552,6 +554,7 @@ class FusedCohort(Cohort):
         smem0 = smem_operand_bytes(self.family, bm, bn, bk, threads, nb, (bm * bk + nb * bk * bn) * self.eb, self.eb)
         smem1 = smem_operand_bytes(self.family, bm, self.sub_l, self.d_rows, threads, 1,
                                    self.d_rows * self.sub_l * self.eb, self.eb)
+        issue0 = self.im2col_issue_ns(self.plan.chain, bm, bk)
         e_sub_bytes = 2 * bm * self.sub_l * 4  # fp32 read + write of one E sub-tile
         exchange = self._per_chunk("dsm_all_exchange")
         shuffle_bytes = self._per_chunk("dsm_shuffle")
@@ -560,7 +563,7 @@ class FusedCohort(Cohort):
             if p:
                 self.next_phase()
             for _ in range(self.k_steps):
-                yield from self.stage_mma(flops0, smem0)
+                yield from self.stage_mma(flops0, smem0, issue0)
             # dsm_all_exchange: push the partials to the cls_k - 1 peers, one cluster barrier; the
             # fragment-layout 8-byte stores move twice the payload (wire bytes, dsm_comm.py), which
             # is what occupies the link
