@@ -160,6 +160,51 @@ def _torch_times(pattern: str) -> dict[tuple[str, str], float]:
     return out
 
 
+# the launch costs of the machine the final run ran on, measured in the same device call before and after it
+# (calibrate's launch group; scripts/device_final_launch.sh)
+FINAL_LAUNCH = ("results/h200/final_calibration.json", "results/h200/final_calibration_after.json")
+LAUNCH_FIELDS = ("launch_overhead_us", "kernel_gap_us")
+
+
+def run_machine(hw: Hardware) -> tuple[Hardware, str] | None:
+    """`hw` with the launch overhead and kernel gap measured in the final run's own device call (the mean of
+    the measurements before and after the run), and a line saying what they were; None without them."""
+    from fusesim.calibrate.derive import derive
+
+    got = []
+    for f in FINAL_LAUNCH:
+        path = ROOT / f
+        if path.exists():
+            values = derive(json.loads(path.read_text())).values
+            if all(k in values for k in LAUNCH_FIELDS):
+                got.append({k: float(values[k]) for k in LAUNCH_FIELDS})
+    if not got:
+        return None
+    mean = {k: statistics.mean(g[k] for g in got) for k in LAUNCH_FIELDS}
+    seen = "; ".join(", ".join(f"{k} {g[k]:.2f}" for k in LAUNCH_FIELDS) for g in got)
+    return hw.model_copy(update=mean), (f"measured before and after the run in its device call ({seen}; the hardware "
+                                        f"file's {hw.launch_overhead_us:.2f} and {hw.kernel_gap_us:.2f} were measured "
+                                        "on 2026-12-02 on another machine)")
+
+
+def own_machine_lines(hw: Hardware) -> list[str]:
+    """The final run simulated with its own machine's launch costs: measured, not fitted."""
+    got = run_machine(hw)
+    if got is None:
+        return []
+    own, how = got
+    rows = join(sorted(str(p) for p in ROOT.glob(HELD_OUT_FINAL)), own)
+    lines = ["## The final run on its own machine's launch costs", "",
+             f"The same 405 kernels simulated with launch_overhead_us and kernel_gap_us {how}; every other value as "
+             "committed.", "",
+             "| half | n | MAPE | Pearson | within-case Spearman | predicted best within 3% |", "| --- | --- | --- | --- | --- | --- |"]
+    for half, rs in (*split_rows(rows).items(), ("all", rows)):
+        st = summarize(rs)
+        lines.append(f"| {half} | {st['kernels']} | {pct(st['mape'])} | {st['pearson']:.3f} | "
+                     f"{st['spearman_within_case_mean']:.2f} | {pct(st['best_within_3pct'])} of {st['cases_with_ranking']} |")
+    return lines + [""]
+
+
 def run_to_run_lines(before: list[Row], after: list[Row]) -> list[str]:
     """How much the GPU itself moves between two runs of the same kernels (different device machines,
     the same driver): the measured-time ratio of every plan whose generated code is the same in both,
@@ -469,6 +514,7 @@ def main() -> int:
               f"error {100 * statistics.mean(r.error for r in rerun):+.0f}%.", ""]
     lines += all_kernels_lines(kept)
     lines += final_run_section(kept[FINAL_LABEL])
+    lines += own_machine_lines(calibrated)
     lines += run_to_run_lines(kept[PREVIOUS_FINAL_LABEL], kept[FINAL_LABEL])
     lines += evict_first_cap_lines(calibrated, kept[FINAL_LABEL])
     lines += ["", "## Planner plans, per kernel (calibrated config)", "",
