@@ -30,13 +30,12 @@ SETS = {
 # measured after the fit, never fitted on: the gemm_wgmma family (TMA + wgmma + split-K, unfused)
 HELD_OUT_FINAL = "results/h200/final_paper_*.json"
 FINAL_LABEL = "final run: kernels.md's 405 plans, one run"
-# the runs before it, each on another device machine with the same driver: the same frozen plans; on
-# 2026-12-03 the 3x3 conv kernels decoded every im2col copy, on 2026-12-04 08:08 every kernel was the same code
+# the runs before it, each on another device machine with the same driver, of the same frozen plans
 PREVIOUS_FINALS = {
     "final run of 2026-12-03 19:03 UTC (the same 405 plans, per-copy im2col decode; superseded)":
-        ("results/h200/final_20261203_paper_*.json", "2026-12-03 19:03 UTC"),
+        "results/h200/final_20261203_paper_*.json",
     "final run of 2026-12-04 08:08 UTC (the same 405 kernels; superseded)":
-        ("results/h200/final_20261204T0808_paper_*.json", "2026-12-04 08:08 UTC"),
+        "results/h200/final_20261204T0808_paper_*.json",
 }
 TRIAL_LABEL = "gemm_wgmma unfused kernels (held out)"
 RERUN_LABEL = "gemm_wgmma unfused kernels re-timed with the 2026-12-03 fragment-epilogue template (held out)"
@@ -50,7 +49,7 @@ HELD_OUT = {TRIAL_LABEL: "results/h200/wgmma_trial.json",
             SWEEP_LABEL.replace(" (held out)", RETIMED): "results/h200/wgmma_sweep_retime_*.json",
             DSM_LABEL: "results/h200/dsm_split_trial_g*.json",
             DSM_LABEL.replace(" (held out)", RETIMED): "results/h200/dsm_split_trial_retime_*.json",
-            **{label: pattern for label, (pattern, _when) in PREVIOUS_FINALS.items()},
+            **PREVIOUS_FINALS,
             FINAL_LABEL: HELD_OUT_FINAL}
 # measured again later: each plan set counts once, at its latest measurement, among all kernels
 SUPERSEDED = (TRIAL_LABEL, RERUN_LABEL, SWEEP_LABEL, DSM_LABEL, *PREVIOUS_FINALS)
@@ -153,15 +152,20 @@ def _quartiles(xs: list[float]) -> str:
     return f"median {statistics.median(xs):.3f}x (quartiles {q[0]:.3f}-{q[2]:.3f}x, {min(xs):.2f}-{max(xs):.2f}x)"
 
 
-def _torch_times(pattern: str) -> dict[tuple[str, str], float]:
-    """PyTorch's eager and CUDA-graph queued medians per case in a bench file set."""
-    out = {}
+def _bench_run(pattern: str) -> tuple[str, bool, dict[tuple[str, str], float]]:
+    """A bench file set's first date (UTC, to the minute), whether its 3x3 conv kernels decoded every
+    im2col copy (no `im2col_rows_hoisted` in its `codegen` block), and PyTorch's eager and CUDA-graph
+    queued medians per case."""
+    dates, per_copy, torch = [], False, {}
     for f in sorted(ROOT.glob(pattern)):
-        for c in json.loads(f.read_text())["cases"]:
+        d = json.loads(f.read_text())
+        dates.append(d.get("env", {}).get("date_utc", "?"))
+        per_copy |= not (d.get("codegen") or {}).get("im2col_rows_hoisted", False)
+        for c in d["cases"]:
             for mode, t in (c.get("pytorch") or {}).items():
                 if isinstance(t, dict) and "queued_median_us" in t:
-                    out[(c["case"], mode)] = t["queued_median_us"]
-    return out
+                    torch[(c["case"], mode)] = t["queued_median_us"]
+    return min(dates, default="?")[:16].replace("T", " ") + " UTC", per_copy, torch
 
 
 # the launch costs of the machine the final run ran on, measured in the same device call before and after it
@@ -170,9 +174,8 @@ FINAL_LAUNCH = ("results/h200/final_calibration.json", "results/h200/final_calib
 LAUNCH_FIELDS = ("launch_overhead_us", "kernel_gap_us")
 
 
-def run_machine(hw: Hardware) -> tuple[Hardware, str] | None:
-    """`hw` with the launch overhead and kernel gap measured in the final run's own device call (the mean of
-    the measurements before and after the run), and a line saying what they were; None without them."""
+def launch_measurements() -> list[dict[str, float]]:
+    """launch_overhead_us and kernel_gap_us as calibrate measured them around the final run (FINAL_LAUNCH)."""
     from fusesim.calibrate.derive import derive
 
     got = []
@@ -182,6 +185,13 @@ def run_machine(hw: Hardware) -> tuple[Hardware, str] | None:
             values = derive(json.loads(path.read_text())).values
             if all(k in values for k in LAUNCH_FIELDS):
                 got.append({k: float(values[k]) for k in LAUNCH_FIELDS})
+    return got
+
+
+def run_machine(hw: Hardware) -> tuple[Hardware, str] | None:
+    """`hw` with the launch overhead and kernel gap measured in the final run's own device call (the mean of
+    the measurements before and after the run), and a line saying what they were; None without them."""
+    got = launch_measurements()
     if not got:
         return None
     mean = {k: statistics.mean(g[k] for g in got) for k in LAUNCH_FIELDS}
@@ -199,7 +209,7 @@ def own_machine_lines(hw: Hardware) -> list[str]:
     own, how = got
     rows = join(sorted(str(p) for p in ROOT.glob(HELD_OUT_FINAL)), own)
     lines = ["## The final run on its own machine's launch costs", "",
-             f"The same 405 kernels simulated with launch_overhead_us and kernel_gap_us {how}; every other value as "
+             f"The same {len(rows)} kernels simulated with launch_overhead_us and kernel_gap_us {how}; every other value as "
              "committed.", "",
              "| half | n | MAPE | Pearson | within-case Spearman | predicted best within 3% |", "| --- | --- | --- | --- | --- | --- |"]
     for half, rs in (*split_rows(rows).items(), ("all", rows)):
@@ -209,40 +219,44 @@ def own_machine_lines(hw: Hardware) -> list[str]:
     return lines + [""]
 
 
-def _per_copy_im2col(r: Row, when: str) -> bool:
-    """A 3x3 conv mma.sync kernel of the 2026-12-03 run: it decoded every im2col copy (other code today)."""
-    return (when.startswith("2026-12-03") and r.plan is not None and r.plan.instruction == "mma_sync"
-            and r.plan.chain.conv is not None and r.plan.chain.conv.k1 > 1)
+def _per_copy_im2col(r: Row) -> bool:
+    """A 3x3 conv mma.sync kernel: its code differs between runs with and without Im2colRows."""
+    return (r.plan is not None and r.plan.instruction == "mma_sync" and r.plan.chain.conv is not None
+            and r.plan.chain.conv.k1 > 1)
 
 
-def run_to_run_lines(kept: dict[str, list[Row]]) -> list[str]:
+def run_to_run_lines(kept: dict[str, list[Row]], hw: Hardware) -> list[str]:
     """How much the GPU itself moves between runs of the same kernels (different device machines, the same
     driver): per earlier run, the measured-time ratio of every plan whose generated code is the same as in
     the final run, the simulator's error on them in each run, and PyTorch's own ratio."""
     after = kept[FINAL_LABEL]
-    t_new = _torch_times(HELD_OUT_FINAL)
-    lines = ["## Run to run: the same kernels on three device machines", "",
-             "The final run (2026-12-04 08:52 UTC) and the runs before it timed the same frozen plans on other H200 "
+    when_new, per_copy_new, t_new = _bench_run(HELD_OUT_FINAL)
+    lines = [f"## Run to run: the same kernels on {len(PREVIOUS_FINALS) + 1} device machines", "",
+             f"The final run ({when_new}) and the runs before it timed the same frozen plans on other H200 "
              "machines with the same driver. Per earlier run, the ratio of the final run's time to the earlier one's "
              "for the plans whose generated code is the same in both, and the simulator's MAPE on those kernels in "
              "each run (the simulator unchanged):", ""]
-    for label, (pattern, when) in PREVIOUS_FINALS.items():
-        old = {r.plan.to_json(): r for r in kept[label] if r.plan and not _per_copy_im2col(r, when)}
+    for label, pattern in PREVIOUS_FINALS.items():
+        when, per_copy, t_old = _bench_run(pattern)
+        differs = per_copy != per_copy_new  # one run decoded every im2col copy, the other not
+        old = {r.plan.to_json(): r for r in kept[label] if r.plan and not (differs and _per_copy_im2col(r))}
         same = [(r, old[r.plan.to_json()]) for r in after if r.plan and r.plan.to_json() in old]
         if not same:
             continue
         small = [a.measured_us / b.measured_us for a, b in same if b.measured_us < 20]
         large = [a.measured_us / b.measured_us for a, b in same if b.measured_us >= 20]
-        t_old = _torch_times(pattern)
         graphs = [t_new[k] / t_old[k] for k in t_new if k in t_old and k[1] == "graph"]
         lines += [f"- against {when} ({len(same)} kernels): under 20 us ({len(small)}) {_quartiles(small)}; "
                   f"20 us and over ({len(large)}) {_quartiles(large)}; PyTorch CUDA graphs ({len(graphs)} cases) "
                   f"{_quartiles(graphs)}; simulator MAPE {pct(summarize([b for _a, b in same])['mape'])} then, "
                   f"{pct(summarize([a for a, _b in same])['mape'])} now"]
-    lines += ["", "A machine whose small kernels run ~6% slower (launch and first loads after the L2 flush, not the "
-              "launch overhead itself: calibrate's launch group measured 3.42-3.49 us around the final run, 3.52 on "
-              "2026-12-02) moves them by about the simulator's error, which bounds what one run's ranking targets "
-              "can show for plans within a few percent of each other."]
+    launch = launch_measurements()
+    measured = (f"calibrate's launch group measured {min(g['launch_overhead_us'] for g in launch):.2f}-"
+                f"{max(g['launch_overhead_us'] for g in launch):.2f} us around the final run, "
+                f"{hw.launch_overhead_us:.2f} in the hardware file") if launch else "not measured around these runs"
+    lines += ["", "A machine whose small kernels run a few percent slower moves them by about the simulator's error, "
+              "which bounds what one run's ranking targets can show for plans within a few percent of each other "
+              f"(launch overhead: {measured}; not measured on the earlier runs' machines)."]
     return lines + [""]
 
 
@@ -516,7 +530,7 @@ def main() -> int:
     lines += all_kernels_lines(kept)
     lines += final_run_section(kept[FINAL_LABEL])
     lines += own_machine_lines(calibrated)
-    lines += run_to_run_lines(kept)
+    lines += run_to_run_lines(kept, calibrated)
     lines += evict_first_cap_lines(calibrated, kept[FINAL_LABEL])
     lines += ["", "## Planner plans, per kernel (calibrated config)", "",
               "| case | half | plan | measured us | simulated us | error |", "| --- | --- | --- | --- | --- | --- |"]

@@ -13,7 +13,7 @@ import json
 import statistics
 from pathlib import Path
 
-from fusesim.capability import generator_switches
+from fusesim.capability import codegen_switches, generator_switches
 from fusesim.hardware import load_hardware
 from fusesim.plan import Plan
 from fusesim.sim import simulate
@@ -21,7 +21,7 @@ from fusesim.sim import simulate
 
 def unit_response_us(plan: Plan, hw) -> float:
     """Simulated extra time (us) of the per-copy decode at 1 ns per copy."""
-    with generator_switches({"im2col_rows_hoisted": False}):
+    with generator_switches({**codegen_switches(), "im2col_rows_hoisted": False}):  # as the trial built it
         off = simulate(plan, hw.model_copy(update={"im2col_decode_ns": None})).time_ns
         on = simulate(plan, hw.model_copy(update={"im2col_decode_ns": 1.0})).time_ns
     return (on - off) / 1e3

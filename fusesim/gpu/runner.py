@@ -96,28 +96,32 @@ def make_problem(ch: Chain, seed: int, reference: bool = True) -> Problem:
     def rnd(*shape: int, scale: float = 1.0) -> Any:
         return (torch.randn(*shape, generator=g, device="cuda") * scale).to(torch.bfloat16)
 
-    t: dict[str, Any] = {}
-    if ch.conv is not None:
-        cv = ch.conv
-        img = rnd(cv.batch, cv.h, cv.w, cv.ic)  # NHWC
+    t: dict[str, Any] = {}  # drawn in this order for every seed: the same inputs with or without the reference
+    cv = ch.conv
+    if cv is not None:
+        t["A"] = rnd(cv.batch, cv.h, cv.w, cv.ic)  # NHWC image
         w1 = rnd(ch.n, cv.ic, cv.k1, cv.k1, scale=ch.k ** -0.5)  # torch layout [OC1, IC, kh, kw]
-        t["A"] = img
         t["B0"] = w1.permute(2, 3, 1, 0).reshape(ch.k, ch.n).contiguous()  # (kh, kw, ic) x OC1
-        x32 = img.float().permute(0, 3, 1, 2)
-        c32 = F.conv2d(x32, w1.float(), padding=cv.k1 // 2).permute(0, 2, 3, 1).reshape(ch.m, ch.n) if reference else None
     else:
         t["A"] = rnd(ch.m, ch.k)
         t["B0"] = rnd(ch.k, ch.n, scale=ch.k ** -0.5)
-        c32 = t["A"].float() @ t["B0"].float() if reference else None
     if ch.gated:
         t["B1"] = rnd(ch.k, ch.n, scale=ch.k ** -0.5)
-        c32 = F.silu(c32) * (t["A"].float() @ t["B1"].float()) if reference else None
-    elif reference:
-        c32 = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu, "none": lambda x: x}[ch.activation](c32)
     t["D"] = rnd(ch.n, ch.l, scale=ch.n ** -0.5)
-    ref = c32 @ t["D"].float() if reference else None
     t["E"] = torch.empty(ch.m, ch.l, dtype=torch.bfloat16, device="cuda")
     t["C"] = torch.empty(ch.m, ch.n, dtype=torch.bfloat16, device="cuda")
+    if not reference:
+        return Problem(t, None)
+    if cv is not None:
+        x32 = t["A"].float().permute(0, 3, 1, 2)
+        c32 = F.conv2d(x32, w1.float(), padding=cv.k1 // 2).permute(0, 2, 3, 1).reshape(ch.m, ch.n)
+    else:
+        c32 = t["A"].float() @ t["B0"].float()
+    if ch.gated:
+        c32 = F.silu(c32) * (t["A"].float() @ t["B1"].float())
+    else:
+        c32 = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu, "none": lambda x: x}[ch.activation](c32)
+    ref = c32 @ t["D"].float()
     return Problem(t, ref)
 
 

@@ -24,6 +24,7 @@ from fusesim.plan import Kernel
 from fusesim.sim.fluid import FluidServer
 from fusesim.sim.memory import MemorySystem
 from fusesim.sim.trace import TraceRecorder
+from fusesim.workload import Chain
 
 PHASE = object()  # yielded by Cohort.loads() between software pipelines
 
@@ -230,7 +231,7 @@ class Cohort:
         if self.trace is not None:
             self.trace.span(self.sm_ids, "mma", "mma", start, self.env.now)
 
-    def im2col_issue_ns(self, chain, block_m: int, block_k: int) -> float:
+    def im2col_issue_ns(self, chain: Chain, block_m: int, block_k: int) -> float:
         """A thread's address decode for its copies of one im2col A tile (block_m x block_k) when the
         mma.sync templates decode every copy (load_tile_im2col; capability.im2col_rows_hoisted says
         when the rows are decoded once per block instead): copies per thread x `hw.im2col_decode_ns`."""
