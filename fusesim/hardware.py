@@ -239,6 +239,13 @@ class Hardware(BaseModel):
         by_regs = self.registers_per_sm // max(threads * regs_per_thread, 1)
         return max(0, min(by_smem, by_threads, by_regs, self.max_blocks_per_sm))
 
+    def blocks_per_sm_pair(self, smem_a: int, threads_a: int, regs_a: int, smem_b: int, threads_b: int,
+                           regs_b: int) -> bool:
+        """Whether one block of each of two kernels fits on one SM together (SMEM with its 1 KB
+        reserve per block, threads, registers)."""
+        return (smem_a + smem_b + 2048 <= self.smem_per_sm_bytes and threads_a + threads_b <= self.max_threads_per_sm
+                and threads_a * regs_a + threads_b * regs_b <= self.registers_per_sm and self.max_blocks_per_sm >= 2)
+
     def gpc_cluster_slots(self, cluster_size: int, blocks_per_sm: int = 1) -> list[int]:
         """Clusters that fit at once in each GPC: its blocks on distinct SMs of that GPC."""
         if cluster_size > self.max_cluster_size:

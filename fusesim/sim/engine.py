@@ -6,8 +6,9 @@ last block and its stores (in stream order the next launch is processed while th
 kernel runs, so its overhead is hidden: a chain of k kernels costs launch + (k-1) gaps + spans,
 as fusesim calibrate measures on the H200), except a programmatic dependent launch (gemm_wgmma's
 second GEMM), whose blocks start while the previous kernel runs and leave griddepcontrol.wait
-`pdl_release_us` after its last block (calibrate's pdl group) instead of the stream gap (the
-fixed start cost, which lies inside the kernel, remains); a fused plan is one kernel whatever n_split (its
+`pdl_release_us` after its last block (calibrate's pdl group) instead of the stream gap; its fixed
+start cost lies before griddepcontrol.wait, under the previous kernel when its blocks can start
+beside that kernel's (`_start_cost_us`); a fused plan is one kernel whatever n_split (its
 inter_cluster_reduce workspace is left zeroed by the previous launch: no memset, no gap). After the
 last kernel the outputs still dirty in L2 (E, and the zeroed workspace of an n_split > 1 plan) are
 written back to HBM and the time includes draining them (so no plan beats min bytes / HBM bandwidth); those bytes
@@ -94,9 +95,10 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
             yield env.timeout(hw.launch_overhead_us * 1e3)  # front-end: launch to first block
             if gpu.trace is not None:
                 gpu.trace.host_span("launch " + kernel.name, "launch", t0, env.now)
-        if hw.kernel_start_us:  # fixed start cost of a real kernel beyond the empty kernel's launch
+        start_us = _start_cost_us(hw, plan, i) if early else hw.kernel_start_us
+        if start_us:  # fixed start cost of a real kernel beyond the empty kernel's launch
             t0 = env.now
-            yield env.timeout(hw.kernel_start_us * 1e3)
+            yield env.timeout(start_us * 1e3)
             if gpu.trace is not None:
                 gpu.trace.host_span("kernel start " + kernel.name, "launch", t0, env.now)
         bps = hw.blocks_per_sm(kernel.smem_bytes, kernel.threads, _regs_per_thread(plan, kernel))
@@ -139,6 +141,24 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
     yield gpu.mem.flush(outputs, dead)
     if gpu.trace is not None:
         gpu.trace.host_span("L2 write-back of " + "+".join(outputs), "memory", t0, env.now)
+
+
+def _start_cost_us(hw: Hardware, plan: Plan, i: int) -> float:
+    """The start cost a programmatic dependent launch (kernel `i`) still pays after its release.
+
+    Its blocks launch while the previous kernel runs and do their start (code fetch, barrier init,
+    descriptor prefetch, the first weight tiles: gemm_wgmma.cu.j2) before griddepcontrol.wait. When
+    every one of its blocks can start beside the previous kernel's -- a block of each fits on one SM,
+    or the two grids together fit the SMs -- that start lies under the previous kernel; otherwise the
+    blocks on the previous kernel's last SMs start as those exit, and pay what the release wait
+    (`pdl_release_us`) does not cover."""
+    start = hw.kernel_start_us or 0.0
+    prev, cur = plan.kernels[i - 1], plan.kernels[i]
+    beside = hw.blocks_per_sm_pair(prev.smem_bytes, prev.threads, _regs_per_thread(plan, prev),
+                                   cur.smem_bytes, cur.threads, _regs_per_thread(plan, cur))
+    if beside or prev.grid_blocks + cur.grid_blocks <= hw.sm_count:
+        return 0.0
+    return max(start - (hw.pdl_release_us or 0.0), 0.0)
 
 
 def _regs_per_thread(plan: Plan, kernel: Kernel) -> int:

@@ -132,9 +132,11 @@ class Cohort:
         self.port = sm_port_bytes_per_ns(self.hw, family)
         # a one-deep cp.async pipeline issues the next copies only after this stage's have landed
         self.refill_ns = (self.hw.cp_async_refill_ns or 0.0) if family == "mma_sync" and self.stages == 2 else 0.0
-        # a two-stage TMA ring: the one free stage is refilled only after the consumers' empty-barrier
-        # arrive reaches the producer thread, which then issues the bulk copies (serial every stage)
-        self.tma_refill_ns = (self.hw.tma_refill_ns or 0.0) if family == "wgmma" and self.stages == 2 else 0.0
+        # a TMA ring (both wgmma templates): a freed stage is refilled only after the consumers'
+        # empty-barrier arrive reaches the producer thread, which then issues the bulk copies; the
+        # other stages - 1 loads stay in flight meanwhile, so a deep ring hides it and a two-stage
+        # ring pays it every stage
+        self.tma_refill_ns = (self.hw.tma_refill_ns or 0.0) if family == "wgmma" else 0.0
         self._blocked = False
         self._last_load_ns = 0.0
         self._pending: deque[simpy.Event] = deque()
