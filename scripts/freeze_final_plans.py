@@ -8,6 +8,9 @@ are listed once (first reason wins). Runs here, no GPU:
 
     python3 scripts/freeze_final_plans.py --hw hw_configs/h200.yaml --top-k 3 --fused-wgmma 4 \
         --previous results/h200/final_paper_*.json
+
+`--extend FILE...` instead keeps the frozen lists as they are and appends the plans of other
+{case: [{plan, source}]} files (e.g. scripts/sim_search.py's picks) that they do not hold yet.
 """
 
 from __future__ import annotations
@@ -45,6 +48,29 @@ def _previous_best(files: list[str]) -> dict[str, list[Plan]]:
     return out
 
 
+def extend(out_dir: str, files: list[str]) -> int:
+    """Append to each frozen list the plans of `files` it does not hold (first listing's reason)."""
+    extra: dict[str, list[dict[str, Any]]] = {}
+    for f in files:
+        for case, rows in json.loads(Path(f).read_text()).items():
+            extra.setdefault(case, []).extend(rows)
+    for wl in WORKLOADS:
+        path = Path(out_dir) / f"plans_final_{wl}.json"
+        frozen: dict[str, list[dict[str, Any]]] = json.loads(path.read_text())
+        added = 0
+        for case, rows in frozen.items():
+            seen = {Plan.from_dict(r["plan"]).to_json() for r in rows}
+            for r in extra.get(case, []):
+                key = Plan.from_dict(r["plan"]).to_json()
+                if key not in seen:
+                    seen.add(key)
+                    rows.append(r)
+                    added += 1
+        path.write_text(json.dumps(frozen, indent=1) + "\n")
+        print(f"{path}: {sum(map(len, frozen.values()))} plans ({added} added)")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hw", default="hw_configs/h200.yaml")
@@ -52,7 +78,11 @@ def main() -> int:
     ap.add_argument("--fused-wgmma", type=int, default=4, help="fused_wgmma hand plans per case")
     ap.add_argument("--previous", nargs="*", default=[], help="earlier bench JSONs")
     ap.add_argument("--out-dir", default="results/h200")
+    ap.add_argument("--extend", nargs="*", default=[],
+                    help="append these {case: [{plan, source}]} files' plans to the frozen lists instead")
     args = ap.parse_args()
+    if args.extend:
+        return extend(args.out_dir, args.extend)
     hw = load_hardware(args.hw)
     previous = _previous_best(args.previous)
     for wl in WORKLOADS:

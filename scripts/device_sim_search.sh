@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One device call that checks the simulator's own picks (scripts/sim_search.py): per paper case the
+# simulator's top plans of a pool wider than the final run's, next to the final run's measured-best
+# plan, built, verified and timed in one run with PyTorch; then Nsight Compute bytes of each.
+# Prepare HERE (kernels compiled here, the device only runs them):
+#   bash scripts/device_wheels.sh
+#   python3 scripts/sim_search.py --picks 3 --out results/h200/plans_sim_search.json
+#   FUSESIM_CACHE=.fscache python3 scripts/prebuild.py --plans-file results/h200/plans_sim_search.json
+#   mkdir -p .fscarry && tar -cJf .fscarry/cache.tar.xz .fscache
+# Then: run(command="scripts/device_sim_search.sh $OUT", carry=[".whl", ".fscarry"]).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+DEST=${1:?usage: scripts/device_sim_search.sh OUT_DIR}
+mkdir -p "$DEST"
+source scripts/device_env.sh  # wheels, PYTHONPATH, FUSESIM_CACHE, carried kernels
+rc=0
+step() { echo "== $(date -u +%H:%M:%S) $*"; }
+for wl in gemm_chains gated_ffn conv_chains; do
+  step "bench $wl"
+  timeout 240 python3 -m fusesim.commands.bench "workloads/paper_$wl.yaml" --hw hw_configs/h200.yaml \
+    --plans "file:results/h200/plans_sim_search.json" --top-k 99 --reps 50 --work /tmp/bench_work \
+    --out "$DEST/sim_search_paper_$wl.json" | tail -12 || rc=1
+done
+for wl in gemm_chains gated_ffn conv_chains; do
+  step "ncu $wl"
+  [ -f "$DEST/sim_search_paper_$wl.json" ] || continue
+  timeout 200 python3 -m fusesim.gpu.ncu --all "$DEST/sim_search_paper_$wl.json" "$DEST/sim_search_paper_$wl.json" \
+    | tail -2 || rc=1
+done
+step "done rc=$rc"
+exit $rc
