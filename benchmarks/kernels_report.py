@@ -26,8 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ("gemm_chains", "gated_ffn", "conv_chains")
 PLANS_NOTE = {
     "final_paper_": "per case: the planner's top-3 plans per strategy, the fastest plan per strategy and "
-                    "instruction family of the previous final run, and the four best fused_wgmma hand plans by "
-                    "a rough score; frozen with the reason each is listed in results/h200/plans_final_*.json "
+                    "instruction family of the previous final run, the four best fused_wgmma hand plans by "
+                    "a rough score, and the simulator's three fastest of a wider pool (scripts/sim_search.py); "
+                    "frozen with the reason each is listed in results/h200/plans_final_*.json "
                     "by scripts/freeze_final_plans.py",
     "bench_paper_": "hand-built plans, top 6 per strategy by a ranking model, all built and timed",
 }

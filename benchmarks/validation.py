@@ -30,13 +30,15 @@ SETS = {
 }
 # measured after the fit, never fitted on: the gemm_wgmma family (TMA + wgmma + split-K, unfused)
 HELD_OUT_FINAL = "results/h200/final_paper_*.json"
-FINAL_LABEL = "final run: kernels.md's 405 plans, one run"
+FINAL_LABEL = "final run: kernels.md's 438 plans, one run"
 # the runs before it, each on another device machine with the same driver, of the same frozen plans
+PRE_SEARCH_LABEL = "final run of 2026-12-04 08:52 UTC (the 405 plans before the simulator's picks; superseded)"
 PREVIOUS_FINALS = {
     "final run of 2026-12-03 19:03 UTC (the same 405 plans, per-copy im2col decode; superseded)":
         "results/h200/final_20261203_paper_*.json",
     "final run of 2026-12-04 08:08 UTC (the same 405 kernels; superseded)":
         "results/h200/final_20261204T0808_paper_*.json",
+    PRE_SEARCH_LABEL: "results/h200/final_20261204T0852_paper_*.json",
 }
 # the simulator's own picks from a wider pool (scripts/sim_search.py), timed with each case's final-run best
 SIM_SEARCH = "results/h200/sim_search_paper_*.json"
@@ -179,12 +181,17 @@ FINAL_LAUNCH = ("results/h200/final_calibration.json", "results/h200/final_calib
 LAUNCH_FIELDS = ("launch_overhead_us", "kernel_gap_us")
 
 
-def launch_measurements() -> list[dict[str, float]]:
-    """launch_overhead_us and kernel_gap_us as calibrate measured them around the final run (FINAL_LAUNCH)."""
+# the same for the run before it (08:52 UTC), kept with its renamed result files
+PRE_SEARCH_LAUNCH = ("results/h200/final_20261204T0852_calibration.json",
+                     "results/h200/final_20261204T0852_calibration_after.json")
+
+
+def launch_measurements(files: tuple[str, ...] = FINAL_LAUNCH) -> list[dict[str, float]]:
+    """launch_overhead_us and kernel_gap_us as calibrate measured them around a run (default: the final run)."""
     from fusesim.calibrate.derive import derive
 
     got = []
-    for f in FINAL_LAUNCH:
+    for f in files:
         path = ROOT / f
         if path.exists():
             values = derive(json.loads(path.read_text())).values
@@ -259,9 +266,12 @@ def run_to_run_lines(kept: dict[str, list[Row]], hw: Hardware) -> list[str]:
     measured = (f"calibrate's launch group measured {min(g['launch_overhead_us'] for g in launch):.2f}-"
                 f"{max(g['launch_overhead_us'] for g in launch):.2f} us around the final run, "
                 f"{hw.launch_overhead_us:.2f} in the hardware file") if launch else "not measured around these runs"
+    before = launch_measurements(PRE_SEARCH_LAUNCH)
+    pre = (f"{min(g['launch_overhead_us'] for g in before):.2f}-{max(g['launch_overhead_us'] for g in before):.2f} us "
+           "around the 08:52 run") if before else "not measured around the 08:52 run"
     lines += ["", "A machine whose small kernels run a few percent slower moves them by about the simulator's error, "
               "which bounds what one run's ranking targets can show for plans within a few percent of each other "
-              f"(launch overhead: {measured}; not measured on the earlier runs' machines)."]
+              f"(launch overhead: {measured}; {pre}; not measured on the earlier runs' machines)."]
     return lines + [""]
 
 
@@ -441,15 +451,15 @@ def sim_search_section(rows: list[Row], final_rows: list[Row]) -> list[str]:
     for r in rows:
         by_case.setdefault(r.case, []).append(r)
     lines = ["## The simulator's own picks (out of sample)", "",
-             "`scripts/sim_search.py` simulated, per paper case, a pool wider than the final run's (its 405 plans, "
+             "`scripts/sim_search.py` simulated, per paper case, a pool wider than the 08:52 final run's (its 405 plans, "
              "the planner's top 8 per strategy, every gemm_wgmma variant, 40 fused_wgmma hand plans; 27-80 plans per "
              "case) on the calibrated file after commit da19880, and froze its three fastest "
-             "(results/h200/plans_sim_search.json); `scripts/device_sim_search.sh` timed them with the final run's "
+             "(results/h200/plans_sim_search.json); `scripts/device_sim_search.sh` timed them with that run's "
              "measured-best plan of each case in one run on another device machine "
              f"({_bench_run(SIM_SEARCH)[0]}), Nsight Compute bytes included. Per case, the plan the simulator "
              "predicts fastest among the run's against the run's fastest:", "",
              "| case | predicted fastest: plan (why listed) | measured / simulated us | run's fastest: plan | "
-             "measured / simulated us | loss | final run's best, then / in this run |",
+             "measured / simulated us | loss | 08:52 run's best, then / in this run |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     within, faster = 0, []
     for case, rs in sorted(by_case.items(), key=lambda kv: (kv[0][0], int(kv[0][1:]))):
@@ -467,7 +477,7 @@ def sim_search_section(rows: list[Row], final_rows: list[Row]) -> list[str]:
                      f"{'-' if fb is None else f'{fb.measured_us:.2f}'} / "
                      f"{'-' if again is None else f'{again.measured_us:.2f}'} |")
     lines += ["", f"Predicted fastest within 3% of the run's fastest: {within} of {len(by_case)} cases. Plans of the "
-              "wider pool more than 3% faster than the final run's best re-timed in the same run: "
+              "wider pool more than 3% faster than the 08:52 run's best re-timed in the same run: "
               + ("; ".join(faster) if faster else "none") + "."]
     for counter, label in (("dram", "DRAM bytes"), ("dsm", "DSM bytes")):
         got = _fused_counter_errors(rows, counter)
@@ -605,7 +615,7 @@ def main() -> int:
               f"error {100 * statistics.mean(r.error for r in rerun):+.0f}%.", ""]
     lines += all_kernels_lines(kept)
     lines += final_run_section(kept[FINAL_LABEL])
-    lines += sim_search_section(kept[SIM_SEARCH_LABEL], kept[FINAL_LABEL])
+    lines += sim_search_section(kept[SIM_SEARCH_LABEL], kept[PRE_SEARCH_LABEL])
     lines += own_machine_lines(calibrated)
     lines += run_to_run_lines(kept, calibrated)
     lines += evict_first_cap_lines(calibrated, kept[FINAL_LABEL])

@@ -2,7 +2,7 @@
 # One device call: the final run (scripts/device_final.sh's bench and ncu steps) between two measurements of
 # the machine's launch costs (calibrate's info, clock and launch groups), so that the validation can simulate
 # the run with the launch overhead and kernel gap of the machine it ran on; then compute-sanitizer's racecheck
-# on the im2col kernels with each loader and on a plain gemm (logs in race_logs.tgz).
+# on the im2col kernels with each loader and on a plain gemm (logs in race_logs.tgz; RACE=0 skips it).
 # Prepare HERE: as scripts/device_im2col_trial.sh, plus the calibration binary:
 #   python3 -c "from pathlib import Path; from fusesim.calibrate.runner import build; build(Path('build/calibrate'))"
 # Then: run(command="scripts/device_final_launch.sh $OUT", carry=[".whl", ".fscarry", "build/calibrate"], timeout_s=600).
@@ -28,6 +28,7 @@ launch "$DEST/final_calibration.json"
 STEPS="bench ncu" bash scripts/device_final.sh "$DEST" || rc=1
 step "launch costs (after)"
 launch "$DEST/final_calibration_after.json"
+if [ "${RACE:-1}" = 0 ]; then step "done rc=$rc (racecheck skipped: RACE=0)"; exit $rc; fi
 step "racecheck: im2col rows decoded once, per-copy decode, plain gemm"
 for v in new old ctl; do
   case $v in
