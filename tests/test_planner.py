@@ -424,3 +424,29 @@ def test_best_compares_instruction_families_by_simulation() -> None:
     ch = chain(128, 8192, 2048, 2048, cid="G8-like")
     best = plan_case(ch, hw, strategies=("best",), top_k=1).plans["best"][0]
     assert best.plan.instruction == "wgmma" and best.plan.buildable
+
+
+def test_best_also_simulates_the_generators_own_wgmma_plans() -> None:
+    """"best" adds the generator's gemm_wgmma and fused_wgmma enumerations to the cost model's
+    candidates, only on a machine with wgmma and only plans that fit it: a smaller cluster limit
+    drops the larger clusters, a machine without wgmma gets none, a plan already in the pool is not
+    added again; the picks are the fastest simulated of the whole pool."""
+    from fusesim.planner.search import _generator_candidates
+
+    hw = load_hardware(ROOT / "hw_configs/h200.yaml")
+    ch = chain(128, 1024, 512, 512, cid="gen")
+    got = _generator_candidates(ch, hw, {"unfused", "smem", "dsm"}, set())
+    assert got and all(sp.plan.buildable and sp.plan.instruction == "wgmma" for sp in got)
+    assert {"unfused", "dsm"} <= {sp.plan.strategy for sp in got}
+    only = _generator_candidates(ch, hw, {"unfused"}, set())
+    assert only and {sp.plan.strategy for sp in only} == {"unfused"}  # the asked strategies only
+    small = hw.model_copy(update={"max_cluster_size": 4})
+    capped = _generator_candidates(ch, small, {"dsm"}, set())
+    assert capped and max(sp.plan.cluster.size for sp in capped) <= 4
+    assert max(sp.plan.cluster.size for sp in got) > 4
+    assert _generator_candidates(ch, hw, {"dsm"}, {sp.plan.to_json() for sp in got}) == []  # seen: not again
+    a100 = load_hardware(ROOT / "hw_configs/a100_sxm.yaml")
+    assert _generator_candidates(ch, a100, {"unfused", "smem", "dsm"}, set()) == []
+    res = plan_case(ch, hw, strategies=("best",), top_k=3).plans["best"]
+    assert all(x.simulated_ns is not None for x in res)
+    assert [x.simulated_ns for x in res] == sorted(x.simulated_ns for x in res if x.plan.buildable)[:3]

@@ -572,7 +572,9 @@ def plan_case(chain: Chain, hw: Hardware, strategies: tuple[str, ...] | list[str
         depth = max(top_k, RERANK_SEARCH_DEPTH) if "best" in strategies else top_k
         hit = run_search(chain, hw, base, depth, require_buildable)
         if "best" in strategies:
-            merged = _by_simulation([sp for s in base for sp in _rerank_candidates(hit.plans.get(s, []))], hw)
+            pool = [sp for s in base for sp in _rerank_candidates(hit.plans.get(s, []))]
+            pool += _generator_candidates(chain, hw, set(base), {sp.plan.to_json() for sp in pool})
+            merged = _by_simulation(pool, hw)
             if merged:
                 hit.plans["best"] = merged[:top_k]
             else:
@@ -589,7 +591,8 @@ def plan_case(chain: Chain, hw: Hardware, strategies: tuple[str, ...] | list[str
     return PlanResult(hit.case_id, {k: list(v) for k, v in hit.plans.items()}, dict(hit.infeasible), hit.search)
 
 
-RERANK_PER_STRATEGY = 3  # per strategy and instruction family, the cost model's top plans that "best" simulates
+RERANK_PER_STRATEGY = 8  # per strategy and instruction family, the cost model's top plans that "best" simulates
+GENERATOR_FUSED_WGMMA = 40  # fused_wgmma plans of the generator's own enumeration that "best" simulates too
 # how deep each strategy is searched for "best": deep enough that every instruction family's top plans
 # are there even when the cost model ranks one family's plans all ahead of the other's (the unfused
 # search offers 16 tile pairs per family)
@@ -604,6 +607,31 @@ def _rerank_candidates(ranked: list[ScoredPlan]) -> list[ScoredPlan]:
     out: list[ScoredPlan] = []
     for family in dict.fromkeys(sp.plan.instruction for sp in ranked):
         out += [sp for sp in ranked if sp.plan.instruction == family][:RERANK_PER_STRATEGY]
+    return out
+
+
+def _generator_candidates(chain: Chain, hw: Hardware, strategies: set[str], seen: set[str]) -> list[ScoredPlan]:
+    """Plans "best" simulates besides the cost model's: the generator's own enumerations of its TMA +
+    wgmma templates (codegen.handplans: every gemm_wgmma tile pair with split-K filling a wave, and the
+    GENERATOR_FUSED_WGMMA fused_wgmma plans first by a rough latency score), which the cost model
+    ranks poorly. On the H200 (results/h200/sim_search_paper_*.json, scripts/sim_search.py) the
+    simulator's pick from such a pool (with the planner's top 8 per strategy) ran within 3% of the
+    fastest plan timed for 17 of 26 paper cases and beat every plan measured before on C6 and C7.
+    Only on a machine with wgmma, and only plans that fit it."""
+    if "wgmma" not in hw.tensor_tflops:
+        return []
+    from fusesim.codegen.handplans import fused_wgmma_candidates, wgmma_candidates
+
+    plans = wgmma_candidates(chain, hw.sm_count) if "unfused" in strategies else []
+    plans += [p for p in fused_wgmma_candidates(chain, per_case=GENERATOR_FUSED_WGMMA, sms=hw.sm_count)
+              if ("smem" if p.cluster.size == 1 else "dsm") in strategies]
+    out = []
+    for p in plans:
+        key = p.to_json()
+        if key in seen or not p.buildable or not _fits(p, hw) or max(k.cluster_size for k in p.kernels) > hw.max_cluster_size:
+            continue
+        seen.add(key)
+        out.append(ScoredPlan(p, predict(p, hw)))
     return out
 
 
