@@ -685,3 +685,18 @@ def test_pytorch_chain_has_no_pdl_release():
     for graph in (False, True):
         assert simulate_torch_chain(plan, base, graph=graph).time_ns == simulate_torch_chain(plan, off, graph=graph).time_ns
     assert simulate(plan, base).time_ns < simulate(plan, off).time_ns  # the generated plan does use it
+
+
+def test_pytorch_chain_has_no_tma_refill_handshake():
+    """The TMA ring's refill handshake is the generated templates' producer protocol, not cuBLAS's: the
+    eager-PyTorch sequence simulates the same with tma_refill_ns unset, the generated plan does not."""
+    from fusesim.codegen.handplans import unfused_wgmma
+    from fusesim.sim.baseline import simulate_torch_chain
+
+    base = hw()
+    assert base.tma_refill_ns
+    plan = unfused_wgmma(ex.chain("trf", 128, 2048, 1024, 2048, activation="gelu"), 128, 128, 2)
+    off = base.model_copy(update={"tma_refill_ns": None})
+    for graph in (False, True):
+        assert simulate_torch_chain(plan, base, graph=graph).time_ns == simulate_torch_chain(plan, off, graph=graph).time_ns
+    assert simulate(plan, base).time_ns > simulate(plan, off).time_ns

@@ -99,8 +99,9 @@ def simulate_torch_chain(plan: Plan, hw: Hardware, trace: bool = False, graph: b
     """The eager-PyTorch sequence of the unfused `plan`; `graph`: replayed from a CUDA graph (the
     measured baselines), so dependent kernels are `hw.graph_kernel_gap_us` apart, not the stream's
     `kernel_gap_us` (fusesim calibrate measures both). PyTorch launches no programmatic dependent
-    launch, so the last GEMM waits the gap too (`pdl_release_us` is the generated kernels')."""
-    hw = hw.model_copy(update={"pdl_release_us": None})
+    launch, so the last GEMM waits the gap too (`pdl_release_us` is the generated kernels'); nor is the
+    TMA ring's refill handshake of the generated templates (`tma_refill_ns`) a library kernel's."""
+    hw = hw.model_copy(update={"pdl_release_us": None, "tma_refill_ns": None})
     if graph and hw.graph_kernel_gap_us is not None:
         hw = hw.model_copy(update={"kernel_gap_us": hw.graph_kernel_gap_us})
     return simulate(torch_chain_plan(plan, hw), hw, trace=trace)
