@@ -239,7 +239,7 @@ class Hardware(BaseModel):
         by_regs = self.registers_per_sm // max(threads * regs_per_thread, 1)
         return max(0, min(by_smem, by_threads, by_regs, self.max_blocks_per_sm))
 
-    def blocks_per_sm_pair(self, smem_a: int, threads_a: int, regs_a: int, smem_b: int, threads_b: int,
+    def blocks_fit_together(self, smem_a: int, threads_a: int, regs_a: int, smem_b: int, threads_b: int,
                            regs_b: int) -> bool:
         """Whether one block of each of two kernels fits on one SM together (SMEM with its 1 KB
         reserve per block, threads, registers)."""

@@ -154,7 +154,7 @@ def _start_cost_us(hw: Hardware, plan: Plan, i: int) -> float:
     (`pdl_release_us`) does not cover."""
     start = hw.kernel_start_us or 0.0
     prev, cur = plan.kernels[i - 1], plan.kernels[i]
-    beside = hw.blocks_per_sm_pair(prev.smem_bytes, prev.threads, _regs_per_thread(plan, prev),
+    beside = hw.blocks_fit_together(prev.smem_bytes, prev.threads, _regs_per_thread(plan, prev),
                                    cur.smem_bytes, cur.threads, _regs_per_thread(plan, cur))
     if beside or prev.grid_blocks + cur.grid_blocks <= hw.sm_count:
         return 0.0
