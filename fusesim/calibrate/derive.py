@@ -467,6 +467,14 @@ def derive(raw: dict[str, Any], known: dict[str, Any] | None = None) -> Derived:
                       f"l2red group, per_sm {case} on {all_sms.get('grid')} SMs ({all_sms.get('threads')} threads per "
                       f"block): {what} with every SM adding (warm 16 MiB workspace, 8 blocks per SM: "
                       f"{rate(warm, case + '_16mib')} GB/s)")
+    bulk = _group(raw, "l2bulk")
+    if bulk and isinstance(bulk.get("cases"), list):
+        # a note, not a field: with the measured per-SM rate as a cap shared by a TMA ring's loads in
+        # flight, the simulated unfused gemm_wgmma kernels of the final run go from +1-2% to +12-15%
+        # slow (results/h200/README.md): the generated kernels' tensor-map loads move more per SM
+        cases = [c for c in bulk["cases"] if _positive(c.get("gbps_median"))]
+        d.notes.append("l2bulk (cp.async.bulk 16 KiB chunks from an L2-resident 16 MiB set, GB/s in all and per SM): " + ", ".join(
+            f"{c['sms']} SMs ring {c['ring']}: {c['gbps_median']:.0f} ({c['gbps_median'] / c['sms']:.1f})" for c in cases))
     pdl = _group(raw, "pdl")
     co = (pdl or {}).get("coresident_pdl", {})
     if _positive(co.get("wait_return_first_from_primary_end_us_median")) and not co.get("stale_reads"):

@@ -972,6 +972,86 @@ static void group_hbm_inflight(Json& j) {
   CK(cudaFree(sink));
 }
 
+// L2 read throughput of TMA bulk copies (the wgmma templates' operand rings): each block's one thread
+// keeps R chunks of 16 KiB in flight with cp.async.bulk into an R-slot SMEM ring (mbarrier per slot),
+// over a working set inside L2 read many times; the data is not consumed, so this is the L2 and
+// crossbar side only (ld.global.cg.v4 from all SMs: group l2).
+constexpr uint32_t kL2BulkChunk = 16 * 1024;
+
+__global__ void __launch_bounds__(32) k_l2_bulk(const char* __restrict__ buf, uint32_t ws_chunks, int ring, int iters,
+                                                uint32_t* sink) {
+  extern __shared__ __align__(128) unsigned char ring_smem[];
+  __shared__ __align__(8) uint64_t bars[16];
+  if (threadIdx.x != 0) return;
+  const uint32_t dst0 = (uint32_t)__cvta_generic_to_shared(ring_smem);
+  for (int s = 0; s < ring; ++s) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"((uint32_t)__cvta_generic_to_shared(bars + s)));
+  }
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::);
+  uint32_t chunk = (blockIdx.x * 2654435761u) % ws_chunks;
+  for (int i = 0; i < iters; ++i) {
+    const int s = i % ring;
+    const uint32_t bar = (uint32_t)__cvta_generic_to_shared(bars + s);
+    if (i >= ring) {  // the slot's previous copy has landed
+      const uint32_t parity = (uint32_t)((i / ring - 1) & 1);
+      uint32_t done = 0;
+      while (!done)
+        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    }
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(kL2BulkChunk));
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 ::"r"(dst0 + s * kL2BulkChunk), "l"(buf + (size_t)chunk * kL2BulkChunk), "r"(kL2BulkChunk), "r"(bar)
+                 : "memory");
+    chunk += gridDim.x;
+    if (chunk >= ws_chunks) chunk -= ws_chunks;
+  }
+  for (int i = iters > ring ? iters - ring : 0; i < iters; ++i) {  // drain
+    const int s = i % ring;
+    const uint32_t bar = (uint32_t)__cvta_generic_to_shared(bars + s);
+    const uint32_t parity = (uint32_t)((i / ring) & 1);
+    uint32_t done = 0;
+    while (!done)
+      asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                   : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  }
+  if (ring_smem[5] == 0xA5 && ring_smem[9] == 0x5A) sink[0] = ring_smem[7];
+}
+
+static void group_l2bulk(Json& j) {
+  const int sms = sm_count();
+  const int reps = g_quick ? 3 : 7;
+  const size_t ws = (size_t)16 << 20;
+  char* buf;
+  uint32_t* sink;
+  CK(cudaMalloc(&buf, ws));
+  CK(cudaMalloc(&sink, 16));
+  CK(cudaMemset(buf, 0x5c, ws));
+  CK(cudaFuncSetAttribute(k_l2_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize, 8 * (int)kL2BulkChunk));
+  j.num("chunk_bytes", kL2BulkChunk).num("working_set_bytes", (double)ws).num("reps", reps);
+  j.arr("cases");
+  for (int used : {16, 66, 132}) {
+    for (int ring : {2, 4, 8}) {
+      if (used > sms || (g_quick && ring != 8)) continue;
+      const int iters = g_quick ? 200 : 2000;
+      const double bytes = (double)used * iters * kL2BulkChunk;
+      k_l2_bulk<<<used, 32, ring * kL2BulkChunk>>>(buf, (uint32_t)(ws / kL2BulkChunk), ring, 64, sink);  // warm L2
+      auto ms = time_reps(reps, [&] {
+        k_l2_bulk<<<used, 32, ring * kL2BulkChunk>>>(buf, (uint32_t)(ws / kL2BulkChunk), ring, iters, sink);
+      });
+      std::vector<double> g = gbps_of(ms, bytes);
+      j.obj().num("sms", used).num("ring", ring).num("inflight_bytes_per_sm", ring * (double)kL2BulkChunk);
+      j.num("bytes", bytes).num("gbps_median", median(g)).num("gbps_per_sm", median(g) / used).nums("gbps", g).close_obj();
+    }
+  }
+  j.close_arr();
+  j.str("method", "cp.async.bulk 16 KiB chunks into an R-slot SMEM ring (one thread per block, one block per SM, "
+                  "mbarrier per slot), a 16 MiB working set inside L2, bytes over CUDA-event time; median of reps "
+                  "after a warm-up launch");
+  CK(cudaFree(buf));
+  CK(cudaFree(sink));
+}
+
 static void group_l2reuse(Json& j) {
   int sms = sm_count();
   int grid = sms * 2;
@@ -1878,6 +1958,7 @@ int main(int argc, char** argv) {
   else if (g == "l2red") group_l2red(j);
   else if (g == "ticket") group_ticket(j);
   else if (g == "l2reuse") group_l2reuse(j);
+  else if (g == "l2bulk") group_l2bulk(j);
   else if (g == "hbm_inflight") group_hbm_inflight(j);
   else if (g == "smem") group_smem(j);
   else if (g == "dsm") group_dsm(j);
