@@ -144,7 +144,12 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = "final_p
         "- Best strategy per case: " + ", ".join(
             f"{s} {sum(1 for r in have if r['strategy'] == s)}" for s in ("unfused", "smem", "dsm")) + ".",
         "- Tried and measured slower (kept off): an L2 bulk prefetch of the first chunk's B and D at kernel",
-        "  start (results/h200/prefetch_trial_*.json: the same 150 plans 5.8% slower, median).",
+        "  start (results/h200/prefetch_trial_*.json: the same 150 plans 5.8% slower, median); gemm0 of",
+        "  gemm_wgmma prefetching gemm1's weights into L2 once its last weight tile is issued",
+        "  (results/h200/d_prefetch_trial.json, 46 plans: 16 MiB 1.009x, 48 MiB 1.061x, median); both GEMMs",
+        "  as one persistent cooperative kernel, gemm1's C' loads gated by a flag per gemm0 tile",
+        "  (results/h200/persist_trial.json, 38 plans, all verified: 1.13x median, 0.96-1.30x). Both suggest",
+        "  that HBM is already busy through gemm0's tail, so the kernel boundary is not where the time goes.",
         "- Weight-streaming cases, unfused gemm_wgmma tile width / split-K / ring depth per GEMM and rings small",
         "  enough for gemm1 to start beside gemm0 (results/h200/wgmma_sweep_*.json, 144 plans, another run): no",
         "  variant beats the plan above by more than 0.7%. Nsight per-kernel durations of the best ones fit",

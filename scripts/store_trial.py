@@ -61,6 +61,20 @@ def build_only(items) -> int:
     return 0
 
 
+def stage(items, dest: str) -> int:
+    """Copy the built kernels of every variant of `items` (from $FUSESIM_CACHE) into `dest`, for the carry."""
+    import shutil
+
+    from fusesim.codegen.build import build
+
+    Path(dest).mkdir(parents=True, exist_ok=True)
+    paths = {build(s, "so") for _c, _p, variants in items for s in variants.values()}
+    for p in paths:
+        shutil.copy2(p, dest)
+    print(f"{len(paths)} kernels staged in {dest}")
+    return 0
+
+
 def measure(items, base: str, out: str, what: str, variants: dict) -> int:
     """Verify every variant of every plan against the float32 PyTorch reference, time them in turn
     (twice, so drift hits all; L2 flushed, median of 50), print a line per plan against `base`, and

@@ -1,0 +1,65 @@
+"""Does removing the kernel boundary between gemm_wgmma's two GEMMs buy anything? One device call:
+the final run's unfused gemm_wgmma plans whose gemm0 has no split-K (results/h200/plans_final_*.json),
+each built as the generator emits it (two kernels, gemm1 a programmatic dependent launch) and as one
+persistent cooperative kernel (fusesim.codegen.GEMM_PERSISTENT: every block runs a gemm0 tile and
+releases a readiness flag for its C' columns, then gemm1 items whose D tiles stream while their
+producer acquires each C' chunk's flag before its TMA load), each verified against the float32
+PyTorch reference (two launches: the flags carry an epoch), then timed in turn (CUDA events, L2
+flushed, median of 50, twice). Writes JSON to OUT.
+
+The persistent form is not in the generator (measured slower; results/h200/README.md): the trial ran
+with `git apply results/h200/persist_trial.patch` (gemm_wgmma.cu.j2's kernels as device bodies, the
+persistent kernel and its flags, fusesim.codegen.GEMM_PERSISTENT), which this script needs.
+
+    git apply results/h200/persist_trial.patch
+    FUSESIM_CACHE=.fscache python3 scripts/persist_trial.py --build-only     (here)
+    FUSESIM_CACHE=.fscache python3 scripts/persist_trial.py --stage /tmp/stage/.fscache
+    python3 scripts/persist_trial.py OUT.json [CASES]   (on the GPU machine; scripts/device_persist_trial.sh)
+"""
+
+from __future__ import annotations
+
+import sys
+
+from store_trial import build_only, measure, plans, stage
+
+VARIANTS = {"two kernels": False, "persistent": True}
+
+
+def sources(only: set[str] | None = None):
+    """(case, plan, {variant: Source}) of the plans the persistent form supports."""
+    import fusesim.codegen as codegen
+    from fusesim.capability import kernel_split
+    from fusesim.plan import Plan
+
+    saved = codegen.GEMM_PERSISTENT
+    try:
+        for case, pd in plans():
+            if only and case not in only:
+                continue
+            plan = Plan.from_dict(pd)
+            ch = plan.chain
+            g0, g1 = plan.kernels
+            if (kernel_split(g0, ch.m, ch.n) != 1 or g0.tiles.block_m != g1.tiles.block_m
+                    or max(g0.grid_blocks, g1.grid_blocks) > 132 or g1.cluster_size != 1):
+                continue
+            srcs = {}
+            for name, on in VARIANTS.items():
+                codegen.GEMM_PERSISTENT = on
+                srcs[name] = codegen.generate(plan)
+            yield case, plan, srcs
+    finally:
+        codegen.GEMM_PERSISTENT = saved
+
+
+def main() -> int:
+    if sys.argv[1:] == ["--build-only"]:
+        return build_only(list(sources()))
+    if sys.argv[1:2] == ["--stage"]:
+        return stage(sources(), sys.argv[2])
+    only = set(sys.argv[2].split(",")) if len(sys.argv) > 2 else None
+    return measure(list(sources(only)), "two kernels", sys.argv[1], __doc__.splitlines()[0], VARIANTS)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
