@@ -321,3 +321,6 @@ def test_l2bulk_is_a_note() -> None:
     assert not d.values
     note = next(n for n in d.notes if n.startswith("l2bulk"))
     assert "16 SMs ring 4: 1636 (102.2)" in note and "132 SMs ring 8: 8921 (67.6)" in note
+    shared = [{"sms": 132, "ring": 4, "set_bytes": 2 << 20, "shared": s, "gbps_median": g} for s, g in ((0, 9833.0), (1, 9860.0))]
+    d = derive({"groups": {"l2bulk": {"cases": cases, "shared_cases": shared}}})
+    assert any("2 MiB own 9833, 2 MiB same 9860" in n for n in d.notes)

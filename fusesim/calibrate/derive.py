@@ -475,6 +475,12 @@ def derive(raw: dict[str, Any], known: dict[str, Any] | None = None) -> Derived:
         cases = [c for c in bulk["cases"] if _positive(c.get("gbps_median"))]
         d.notes.append("l2bulk (cp.async.bulk 16 KiB chunks from an L2-resident 16 MiB set, GB/s in all and per SM): " + ", ".join(
             f"{c['sms']} SMs ring {c['ring']}: {c['gbps_median']:.0f} ({c['gbps_median'] / c['sms']:.1f})" for c in cases))
+        shared = [c for c in bulk.get("shared_cases", []) if _positive(c.get("gbps_median"))]
+        if shared:
+            d.notes.append("l2bulk, all SMs with 4 chunks in flight, each block its own chunks vs all reading the same "
+                           "chunks in the same order (GB/s): " + ", ".join(
+                               f"{c['set_bytes'] / 2**20:g} MiB {'same' if c['shared'] else 'own'} {c['gbps_median']:.0f}"
+                               for c in shared))
     pdl = _group(raw, "pdl")
     co = (pdl or {}).get("coresident_pdl", {})
     if _positive(co.get("wait_return_first_from_primary_end_us_median")) and not co.get("stale_reads"):

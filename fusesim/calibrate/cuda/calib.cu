@@ -979,7 +979,7 @@ static void group_hbm_inflight(Json& j) {
 constexpr uint32_t kL2BulkChunk = 16 * 1024;
 
 __global__ void __launch_bounds__(32) k_l2_bulk(const char* __restrict__ buf, uint32_t ws_chunks, int ring, int iters,
-                                                uint32_t* sink) {
+                                                uint32_t* sink, int shared = 0) {
   extern __shared__ __align__(128) unsigned char ring_smem[];
   __shared__ __align__(8) uint64_t bars[16];
   if (threadIdx.x != 0) return;
@@ -988,7 +988,9 @@ __global__ void __launch_bounds__(32) k_l2_bulk(const char* __restrict__ buf, ui
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"((uint32_t)__cvta_generic_to_shared(bars + s)));
   }
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::);
-  uint32_t chunk = (blockIdx.x * 2654435761u) % ws_chunks;
+  // shared: every block reads the same chunks in the same order (the wgmma GEMMs' A / C' tiles, read by
+  // all the blocks of an M row at about the same time); else each block its own sequence
+  uint32_t chunk = shared ? 0u : (blockIdx.x * 2654435761u) % ws_chunks;
   for (int i = 0; i < iters; ++i) {
     const int s = i % ring;
     const uint32_t bar = (uint32_t)__cvta_generic_to_shared(bars + s);
@@ -1003,8 +1005,7 @@ __global__ void __launch_bounds__(32) k_l2_bulk(const char* __restrict__ buf, ui
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
                  ::"r"(dst0 + s * kL2BulkChunk), "l"(buf + (size_t)chunk * kL2BulkChunk), "r"(kL2BulkChunk), "r"(bar)
                  : "memory");
-    chunk += gridDim.x;
-    if (chunk >= ws_chunks) chunk -= ws_chunks;
+    chunk = (chunk + (shared ? 1u : gridDim.x)) % ws_chunks;  // the set may hold fewer chunks than blocks
   }
   for (int i = iters > ring ? iters - ring : 0; i < iters; ++i) {  // drain
     const int s = i % ring;
@@ -1042,6 +1043,23 @@ static void group_l2bulk(Json& j) {
       std::vector<double> g = gbps_of(ms, bytes);
       j.obj().num("sms", used).num("ring", ring).num("inflight_bytes_per_sm", ring * (double)kL2BulkChunk);
       j.num("bytes", bytes).num("gbps_median", median(g)).num("gbps_per_sm", median(g) / used).nums("gbps", g).close_obj();
+    }
+  }
+  j.close_arr();
+  // all 132 SMs, 4 chunks in flight: distinct sequences vs every block reading the same chunks in the same
+  // order, over working sets of 0.5, 2 and 16 MiB
+  j.arr("shared_cases");
+  for (size_t set : {(size_t)512 << 10, (size_t)2 << 20, (size_t)16 << 20}) {
+    for (int shared : {0, 1}) {
+      if (g_quick && set != ((size_t)2 << 20)) continue;
+      const int iters = g_quick ? 200 : 2000, ring = 4;
+      const double bytes = (double)sms * iters * kL2BulkChunk;
+      const uint32_t chunks = (uint32_t)(set / kL2BulkChunk);
+      k_l2_bulk<<<sms, 32, ring * kL2BulkChunk>>>(buf, chunks, ring, 64, sink, shared);  // warm L2
+      auto ms = time_reps(reps, [&] { k_l2_bulk<<<sms, 32, ring * kL2BulkChunk>>>(buf, chunks, ring, iters, sink, shared); });
+      std::vector<double> g = gbps_of(ms, bytes);
+      j.obj().num("sms", sms).num("ring", ring).num("set_bytes", (double)set).num("shared", shared);
+      j.num("bytes", bytes).num("gbps_median", median(g)).num("gbps_per_sm", median(g) / sms).nums("gbps", g).close_obj();
     }
   }
   j.close_arr();
