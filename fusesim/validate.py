@@ -30,6 +30,8 @@ from fusesim.plan import Plan
 # measured counter -> simulator byte keys summed (report.measured reads ncu's dram read+write as one)
 COUNTERS = {
     "dram": ("hbm_bytes", ("hbm_read", "hbm_write")),
+    "dram_read": ("hbm_read_bytes", ("hbm_read",)),
+    "dram_write": ("hbm_write_bytes", ("hbm_write",)),
     "l2": ("l2_bytes", ("l2_read", "l2_write")),
     "dsm": ("dsm_bytes", ("dsm",)),
 }

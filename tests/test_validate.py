@@ -56,6 +56,22 @@ def test_join_and_summary(tmp_path: Path) -> None:
     assert s["fitted_parameters"] == []
 
 
+def test_dram_read_and_write_are_counters_of_their_own(tmp_path: Path) -> None:
+    """DRAM read and write bytes are compared apart (their sum is the `dram` counter); a kernel that
+    records no write bytes is not counted for writes."""
+    path, _sims = _synthetic_measurements(tmp_path, {"unfused": 1.0, "smem": 1.0, "dsm": 1.0})
+    doc = json.loads(path.read_text())
+    doc["cases"][0]["plans"][0]["ncu"]["dram__bytes_write.sum"] = 2.0e6
+    path.write_text(json.dumps(doc))
+    rows = join(path, HW)
+    first = next(r for r in rows if r.label == doc["cases"][0]["plans"][0]["summary"])
+    assert first.measured_bytes["dram_read"] == 1.0e7 and first.measured_bytes["dram_write"] == 2.0e6
+    assert first.measured_bytes["dram"] == 1.2e7
+    assert first.predicted_bytes["dram"] == first.predicted_bytes["dram_read"] + first.predicted_bytes["dram_write"]
+    s = summarize(rows)
+    assert s["counters"]["dram_read"]["kernels"] == 3 and s["counters"]["dram_write"]["kernels"] == 1
+
+
 def test_validate_cli_writes_csv_and_plot(tmp_path: Path) -> None:
     _synthetic_measurements(tmp_path, {"unfused": 1.0, "smem": 1.0, "dsm": 1.0})
     csv_path, png = tmp_path / "v.csv", tmp_path / "v.png"

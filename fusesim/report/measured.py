@@ -39,6 +39,8 @@ class Measurement:
     plan_dict: dict[str, Any] | None = None  # the full Plan (Plan.from_dict) when the file records it
     code_bytes: int | None = None  # the built kernels' code + parameter banks (bench's `binary` block)
     codegen: dict[str, bool] | None = None  # the generator switches the kernels were built with (None: not recorded)
+    hbm_read_bytes: float | None = None  # DRAM read and write bytes apart (hbm_bytes is their sum)
+    hbm_write_bytes: float | None = None
 
 
 @dataclass
@@ -129,7 +131,8 @@ def _from_entry(e: dict[str, Any], source: str) -> list[Measurement]:
         return []  # a kernel that failed verification is not a measurement
     t = _time_us(e) or next((_time_us(e[k]) for k in ("timing", "time") if isinstance(e.get(k), dict)), None)
     if t is not None:
-        out.append(Measurement(case, strategy, t, hbm, l2, dsm, flops, source, summary, plan_dict, code))
+        out.append(Measurement(case, strategy, t, hbm, l2, dsm, flops, source, summary, plan_dict, code,
+                               hbm_read_bytes=hr, hbm_write_bytes=hw_))
     else:
         for block, body in e.items():
             if isinstance(body, dict) and block not in ("plan", "chain", "ncu", "env", "conv", "verify", "timing",
@@ -137,7 +140,7 @@ def _from_entry(e: dict[str, Any], source: str) -> list[Measurement]:
                 tb = _time_us(body)
                 if tb is not None:
                     out.append(Measurement(case, f"{strategy}-{block}", tb, hbm, l2, dsm, flops, source, summary,
-                                           plan_dict))
+                                           plan_dict, hbm_read_bytes=hr, hbm_write_bytes=hw_))
     return out
 
 
