@@ -205,7 +205,8 @@ def test_committed_calibration_converts(tmp_path: Path) -> None:
         pytest.skip("no committed calibration yet")
     raw = json.loads(raw_path.read_text())
     later = [ROOT / "results" / "h200" / f for f in ("calibration_l2.json", "calibration_ticket.json",
-                                                     "calibration_pdl.json", "calibration_l2bulk.json")]  # later runs
+                                                     "calibration_pdl.json", "calibration_l2bulk.json",
+                                                     "calibration_l2bulk_run2.json")]  # later runs
     hw, d = write_calibrated(raw, ROOT / "hw_configs" / "h200.yaml", tmp_path / "c.yaml", raw_path,
                              [(json.loads(p.read_text()), p) for p in later])
     committed = load_hardware(ROOT / "hw_configs" / "h200_calibrated.yaml")
@@ -213,7 +214,7 @@ def test_committed_calibration_converts(tmp_path: Path) -> None:
     assert hw.l2_reuse_bytes == 44 << 20
     assert hw.pdl_release_us == 0.77 and hw.l2_row_reduction_gbps_per_sm == 48.8
     assert hw.inter_cluster_ticket_ns == pytest.approx(616 - 145.3, abs=0.1)
-    assert hw.l2_bandwidth_gbps == 9251.0  # the l2 group again, 2026-12-04 (9212 on 2026-12-02)
+    assert hw.l2_bandwidth_gbps == 9833.0  # l2bulk's 2 MiB hot set (the l2 group's 16 MiB set: 9212-9251)
 
 
 @pytest.mark.gpu
@@ -312,15 +313,22 @@ def test_fragment_reduction_rates_from_the_per_sm_cases() -> None:
     assert "l2_fragment_reduction_gbps_per_sm" not in bare.values and any(n.startswith("l2red") for n in bare.notes)
 
 
-def test_l2bulk_is_a_note() -> None:
-    """l2bulk: the TMA bulk-copy rates are reported (per case, in all and per SM), not written as a field."""
+def test_l2bulk_per_sm_rates_are_a_note_and_the_hot_set_rate_is_the_l2_bandwidth() -> None:
+    """l2bulk: the per-SM TMA bulk-copy rates are reported, not written as a field; the all-SM rate on a
+    2 MiB set (each block its own chunks) is the L2 bandwidth when the group has it, replacing the
+    l2 group's 16 MiB one."""
     from fusesim.calibrate.derive import derive
 
     cases = [{"sms": 16, "ring": 4, "gbps_median": 1636.0}, {"sms": 132, "ring": 8, "gbps_median": 8921.0}]
     d = derive({"groups": {"l2bulk": {"cases": cases}}}, {"clock_mhz": 1980.0})
-    assert not d.values
+    assert not d.values  # without the hot-set cases nothing is written
     note = next(n for n in d.notes if n.startswith("l2bulk"))
     assert "16 SMs ring 4: 1636 (102.2)" in note and "132 SMs ring 8: 8921 (67.6)" in note
     shared = [{"sms": 132, "ring": 4, "set_bytes": 2 << 20, "shared": s, "gbps_median": g} for s, g in ((0, 9833.0), (1, 9860.0))]
     d = derive({"groups": {"l2bulk": {"cases": cases, "shared_cases": shared}}})
     assert any("2 MiB own 9833, 2 MiB same 9860" in n for n in d.notes)
+    assert d.values["l2_bandwidth_gbps"] == 9833.0
+    l2 = {"bandwidth": {"method": "m", "ws_16mib": {"gbps_median": 9212.0}}}
+    both = derive({"groups": {"l2": l2, "l2bulk": {"cases": cases, "shared_cases": shared}}})
+    assert both.values["l2_bandwidth_gbps"] == 9833.0 and "16 MiB set of ld.global.cg.v4 gives 9212" in both.how["l2_bandwidth_gbps"]
+    assert derive({"groups": {"l2": l2}}).values["l2_bandwidth_gbps"] == 9212.0
