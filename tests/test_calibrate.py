@@ -332,3 +332,13 @@ def test_l2bulk_per_sm_rates_are_a_note_and_the_hot_set_rate_is_the_l2_bandwidth
     both = derive({"groups": {"l2": l2, "l2bulk": {"cases": cases, "shared_cases": shared}}})
     assert both.values["l2_bandwidth_gbps"] == 9833.0 and "16 MiB set of ld.global.cg.v4 gives 9212" in both.how["l2_bandwidth_gbps"]
     assert derive({"groups": {"l2": l2}}).values["l2_bandwidth_gbps"] == 9212.0
+
+
+def test_dsm_bulk_is_a_note() -> None:
+    """dsm_bulk: the bulk-copy DSM rates per cluster size and fan-out are reported, not written."""
+    from fusesim.calibrate.derive import derive
+
+    cases = [{"cluster_size": 8, "all_to_all": a, "gbps_per_sm": g} for a, g in ((1, 29.6), (0, 29.4))]
+    d = derive({"groups": {"dsm_bulk": {"cases": cases}}})
+    assert not d.values
+    assert any("cs 8 all-to-all 29.6, cs 8 one peer 29.4" in n for n in d.notes)

@@ -493,6 +493,15 @@ def derive(raw: dict[str, Any], known: dict[str, Any] | None = None) -> Derived:
                                                if before else "") + "by set: " + ", ".join(
                           f"{c['set_bytes'] / 2**20:g} MiB {'same' if c['shared'] else 'own'} {c['gbps_median']:.0f}"
                           for c in shared))
+    dbulk = _group(raw, "dsm_bulk")
+    if dbulk and isinstance(dbulk.get("cases"), list):
+        # a note: fused_wgmma's shuffle and reduce-scatter are bulk copies; the simulator times them at
+        # the st.shared::cluster push rate (dsm_push_bandwidth_gbps_per_sm)
+        cases = [c for c in dbulk["cases"] if _positive(c.get("gbps_per_sm"))]
+        d.notes.append("dsm_bulk (cp.async.bulk shared::cta -> shared::cluster, (cs-1)/cs of a 64 KiB partial per block "
+                       "and round, GB/s per SM, all-to-all / one peer): " + ", ".join(
+                           f"cs {c['cluster_size']} {'all-to-all' if c['all_to_all'] else 'one peer'} {c['gbps_per_sm']:.1f}"
+                           for c in cases))
     pdl = _group(raw, "pdl")
     co = (pdl or {}).get("coresident_pdl", {})
     if _positive(co.get("wait_return_first_from_primary_end_us_median")) and not co.get("stale_reads"):

@@ -33,7 +33,7 @@ SOURCE = CUDA_DIR / "calib.cu"
 NVCC_FLAGS = ["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v"]
 
 # Order matters only for the log; each group is independent.
-GROUPS = ("info", "clock", "occupancy", "gpc", "hbm", "hbm_inflight", "l2", "l2bulk", "l2red", "ticket", "l2reuse", "smem", "dsm", "dsm_lat",
+GROUPS = ("info", "clock", "occupancy", "gpc", "hbm", "hbm_inflight", "l2", "l2bulk", "l2red", "ticket", "l2reuse", "smem", "dsm", "dsm_bulk", "dsm_lat",
           "barrier", "mma", "wgmma", "launch", "pdl")
 
 # Metrics verified on an H200 with ncu 2025.3 (shared/reference/hopper.md) and the two

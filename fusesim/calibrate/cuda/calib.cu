@@ -1201,6 +1201,101 @@ __global__ void __launch_bounds__(kBwThreads, 1) k_dsm_bw(int iters, uint32_t* s
   if (acc == 0x9e3779b9u) sink[0] = acc;
 }
 
+// DSM bulk copies as fused_wgmma's reduce-scatter and shuffle issue them: per round every block
+// bulk-copies (cp.async.bulk.shared::cluster.shared::cta) `slice` bytes from its SMEM to each of `fan`
+// peers (all-to-all: fan = cs - 1, slice = S / cs; one peer: fan = 1, the same bytes in one copy to
+// rank + 1), each landing on the receiver's mbarrier, which the receiver armed with the bytes it
+// expects; a cluster barrier after arming and after landing, so rounds do not overlap.
+constexpr uint32_t kDsmBulkSrc = 96 * 1024, kDsmBulkDst = 96 * 1024;
+
+__global__ void __launch_bounds__(128, 1) k_dsm_bulk(int rounds, uint32_t slice, int fan, uint32_t* sink,
+                                                      unsigned long long* cycles) {
+  extern __shared__ __align__(128) unsigned char buf[];  // [src kDsmBulkSrc][dst kDsmBulkDst]
+  __shared__ __align__(8) uint64_t bar;
+  const uint32_t rank = cluster_rank(), cs = cluster_nrank();
+  for (uint32_t i = threadIdx.x; i < kDsmBulkSrc / 4; i += blockDim.x) reinterpret_cast<uint32_t*>(buf)[i] = i ^ rank;
+  const uint32_t bar_addr = (uint32_t)__cvta_generic_to_shared(&bar);
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar_addr));
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::);
+  }
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the source bytes, for the bulk copies
+  cluster_sync_all();
+  const uint32_t src = (uint32_t)__cvta_generic_to_shared(buf), dst = src + kDsmBulkSrc;
+  long long c0 = clock64();
+  for (int r = 0; r < rounds; ++r) {
+    if (threadIdx.x == 0 && slice > 0)
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar_addr), "r"(slice * (uint32_t)fan));
+    cluster_sync_all();  // every receiver is armed
+    if (threadIdx.x == 0 && slice > 0) {
+      for (int f = 1; f <= fan; ++f) {
+        const uint32_t peer = (rank + (uint32_t)f) % cs;
+        // the slot this block fills in the peer: its distance back to us, so no two senders overlap
+        const uint32_t slot = (uint32_t)(fan == 1 ? 0 : f - 1);
+        const uint32_t rdst = mapa(dst + slot * slice, peer), rbar = mapa(bar_addr, peer);
+        asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                     ::"r"(rdst), "r"(src + (uint32_t)(f - 1) * (fan == 1 ? 0u : slice)), "r"(slice), "r"(rbar)
+                     : "memory");
+      }
+      uint32_t done = 0;
+      while (!done)
+        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(bar_addr), "r"((uint32_t)(r & 1)) : "memory");
+    }
+    cluster_sync_all();  // every copy of this round has landed everywhere
+  }
+  long long c1 = clock64();
+  if (threadIdx.x == 0) cycles[blockIdx.x] = (unsigned long long)(c1 - c0);
+  if (threadIdx.x == 0 && buf[kDsmBulkSrc + 3] == 0xA5 && buf[kDsmBulkSrc + 7] == 0x5A) sink[0] = buf[kDsmBulkSrc + 5];
+}
+
+static void group_dsm_bulk(Json& j) {
+  const int reps = g_quick ? 3 : 5, rounds = g_quick ? 50 : 400;
+  const size_t smem = kDsmBulkSrc + kDsmBulkDst;
+  allow_big(k_dsm_bulk, smem);
+  uint32_t* sink;
+  unsigned long long* cyc;
+  CK(cudaMalloc(&sink, 16));
+  CK(cudaMalloc(&cyc, 4096 * 8));
+  const double clock_ghz = [] { int khz = 0; CK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0)); return khz / 1e6; }();
+  j.num("rounds", rounds).num("partial_bytes", 64 * 1024).num("reps", reps);
+  j.arr("cases");
+  for (int cs : {2, 4, 8, 16}) {
+    const int clusters = max_active_clusters(k_dsm_bulk, 128, smem, cs);
+    if (clusters <= 0) continue;
+    const int grid = clusters * cs;
+    const uint32_t total = 64 * 1024;  // a block's partial, of which (cs - 1) / cs leaves it
+    for (int all = 1; all >= 0; --all) {
+      const int fan = all ? cs - 1 : 1;
+      const uint32_t slice = all ? total / cs : total / cs * (cs - 1);
+      double cyc_empty = 0, cyc_full = 0;
+      for (int empty = 1; empty >= 0; --empty) {
+        std::vector<double> per;
+        for (int r = 0; r < reps; ++r) {
+          CK(launch_cluster(k_dsm_bulk, grid, 128, smem, cs, rounds, empty ? 0u : slice, fan, sink, cyc));
+          CK(cudaDeviceSynchronize());
+          std::vector<unsigned long long> hc(grid);
+          CK(cudaMemcpy(hc.data(), cyc, grid * 8, cudaMemcpyDeviceToHost));
+          std::vector<double> v(hc.begin(), hc.end());
+          per.push_back(median(v) / rounds);
+        }
+        (empty ? cyc_empty : cyc_full) = median(per);
+      }
+      const double sent = (double)slice * fan, ns = (cyc_full - cyc_empty) / clock_ghz;
+      j.obj().num("cluster_size", cs).num("all_to_all", all).num("fan", fan).num("slice_bytes", slice);
+      j.num("clusters", clusters).num("bytes_sent_per_block", sent).num("cycles_per_round", cyc_full);
+      j.num("cycles_per_round_barriers_only", cyc_empty).num("gbps_per_sm", ns > 0 ? sent / ns : 0.0).close_obj();
+    }
+  }
+  j.close_arr();
+  j.str("method", "per round every block of every co-resident cluster bulk-copies (cp.async.bulk.shared::cluster.shared::cta, "
+                  "mbarrier complete_tx on the receiver) (cs-1)/cs of a 64 KiB partial: all-to-all (a slice to each peer, "
+                  "as dsm_reduce_scatter) or all of it to rank+1; clock64 per round, median block, less the same loop with "
+                  "no bytes (the two cluster barriers); GB/s per SM = bytes a block sends over that time");
+  CK(cudaFree(sink));
+  CK(cudaFree(cyc));
+}
+
 static void group_dsm(Json& j) {
   int reps = g_quick ? 3 : 5;
   int iters = g_quick ? 200 : 2000;
@@ -1977,6 +2072,7 @@ int main(int argc, char** argv) {
   else if (g == "ticket") group_ticket(j);
   else if (g == "l2reuse") group_l2reuse(j);
   else if (g == "l2bulk") group_l2bulk(j);
+  else if (g == "dsm_bulk") group_dsm_bulk(j);
   else if (g == "hbm_inflight") group_hbm_inflight(j);
   else if (g == "smem") group_smem(j);
   else if (g == "dsm") group_dsm(j);
