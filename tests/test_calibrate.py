@@ -342,3 +342,16 @@ def test_dsm_bulk_is_a_note() -> None:
     d = derive({"groups": {"dsm_bulk": {"cases": cases}}})
     assert not d.values
     assert any("cs 8 all-to-all 29.6, cs 8 one peer 29.4" in n for n in d.notes)
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_microbenchmarks_compile_for_sm90a(tmp_path: Path) -> None:
+    """calib.cu (every group's kernels) builds for sm_90a here, so a microbenchmark that does not
+    compile never reaches the GPU; ptxas reports the new groups' kernels."""
+    from fusesim.calibrate.runner import build
+
+    binary, ptxas = build(tmp_path)
+    assert binary.exists() and binary.stat().st_size > 0
+    for kernel in ("k_l2_bulk", "k_dsm_bulk", "k_l2_read", "k_dsm_bw"):
+        assert kernel in ptxas
