@@ -41,6 +41,7 @@ _OPTIONAL = {"cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_asy
              "inter_cluster_convert_ns", "inter_cluster_convert_round_trip_ns"}
 
 
+SMEM_RESERVED_PER_BLOCK = 1024  # bytes of an SM's shared memory the driver reserves for each resident block
 MAX_REFILL_NS = 1000.0  # bound on cp_async_refill_ns, tma_refill_ns, fused_wgmma_stage_ns: work within one stage
 
 
@@ -234,16 +235,17 @@ class Hardware(BaseModel):
         """Occupancy: blocks of one kernel that fit on one SM (0 if one block does not fit)."""
         if smem_bytes > self.smem_per_block_bytes or threads > self.max_threads_per_block:
             return 0
-        by_smem = self.smem_per_sm_bytes // max(smem_bytes + 1024, 1)  # 1 KB reserved per block
+        by_smem = self.smem_per_sm_bytes // max(smem_bytes + SMEM_RESERVED_PER_BLOCK, 1)
         by_threads = self.max_threads_per_sm // threads
         by_regs = self.registers_per_sm // max(threads * regs_per_thread, 1)
         return max(0, min(by_smem, by_threads, by_regs, self.max_blocks_per_sm))
 
     def blocks_fit_together(self, smem_a: int, threads_a: int, regs_a: int, smem_b: int, threads_b: int,
                            regs_b: int) -> bool:
-        """Whether one block of each of two kernels fits on one SM together (SMEM with its 1 KB
-        reserve per block, threads, registers)."""
-        return (smem_a + smem_b + 2048 <= self.smem_per_sm_bytes and threads_a + threads_b <= self.max_threads_per_sm
+        """Whether one block of each of two kernels fits on one SM together (SMEM with its reserve per
+        block, threads, registers)."""
+        return (smem_a + smem_b + 2 * SMEM_RESERVED_PER_BLOCK <= self.smem_per_sm_bytes
+                and threads_a + threads_b <= self.max_threads_per_sm
                 and threads_a * regs_a + threads_b * regs_b <= self.registers_per_sm and self.max_blocks_per_sm >= 2)
 
     def gpc_cluster_slots(self, cluster_size: int, blocks_per_sm: int = 1) -> list[int]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 
-from store_trial import build_only, measure, plans, stage
+from store_trial import build_only, codegen_variants, measure, stage
 
 VARIANTS = {"off": 0, "16 MiB": 16 << 20, "48 MiB": 48 << 20}
 MIN_D_BYTES = 2 << 20
@@ -27,23 +27,12 @@ MIN_D_BYTES = 2 << 20
 
 def sources():
     """(case, plan, {variant: Source}) with the prefetch cap set per variant."""
-    import fusesim.codegen as codegen
-    from fusesim.plan import Plan
+    return codegen_variants("GEMM_D_PREFETCH_MAX_BYTES", VARIANTS, keep, patched="_d_prefetch")
 
-    saved = codegen.GEMM_D_PREFETCH_MAX_BYTES
-    try:
-        for case, pd in plans():
-            plan = Plan.from_dict(pd)
-            ch = plan.chain
-            if ch.n * ch.l * ch.dtype_bytes < MIN_D_BYTES:
-                continue
-            srcs = {}
-            for name, cap in VARIANTS.items():
-                codegen.GEMM_D_PREFETCH_MAX_BYTES = cap
-                srcs[name] = codegen.generate(plan)
-            yield case, plan, srcs
-    finally:
-        codegen.GEMM_D_PREFETCH_MAX_BYTES = saved
+
+def keep(plan) -> bool:
+    ch = plan.chain
+    return ch.n * ch.l * ch.dtype_bytes >= MIN_D_BYTES
 
 
 def main() -> int:

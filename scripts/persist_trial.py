@@ -21,35 +21,26 @@ from __future__ import annotations
 
 import sys
 
-from store_trial import build_only, measure, plans, stage
+from store_trial import build_only, codegen_variants, measure, stage
 
 VARIANTS = {"two kernels": False, "persistent": True}
 
 
 def sources(only: set[str] | None = None):
     """(case, plan, {variant: Source}) of the plans the persistent form supports."""
-    import fusesim.codegen as codegen
-    from fusesim.capability import kernel_split
-    from fusesim.plan import Plan
+    return codegen_variants("GEMM_PERSISTENT", VARIANTS, lambda plan: supported(plan, only), patched="GEMM_PERSISTENT")
 
-    saved = codegen.GEMM_PERSISTENT
-    try:
-        for case, pd in plans():
-            if only and case not in only:
-                continue
-            plan = Plan.from_dict(pd)
-            ch = plan.chain
-            g0, g1 = plan.kernels
-            if (kernel_split(g0, ch.m, ch.n) != 1 or g0.tiles.block_m != g1.tiles.block_m
-                    or max(g0.grid_blocks, g1.grid_blocks) > 132 or g1.cluster_size != 1):
-                continue
-            srcs = {}
-            for name, on in VARIANTS.items():
-                codegen.GEMM_PERSISTENT = on
-                srcs[name] = codegen.generate(plan)
-            yield case, plan, srcs
-    finally:
-        codegen.GEMM_PERSISTENT = saved
+
+def supported(plan, only: set[str] | None) -> bool:
+    """gemm0 without split-K, both GEMMs with the same tile height, every block resident at once
+    (a cooperative launch of at most one block per SM of the H200), gemm1 without a cluster."""
+    from fusesim.capability import kernel_split
+
+    ch = plan.chain
+    g0, g1 = plan.kernels
+    return ((not only or plan.case_id in only) and kernel_split(g0, ch.m, ch.n) == 1
+            and g0.tiles.block_m == g1.tiles.block_m and max(g0.grid_blocks, g1.grid_blocks) <= 132
+            and g1.cluster_size == 1)
 
 
 def main() -> int:

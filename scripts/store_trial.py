@@ -48,6 +48,31 @@ def sources():
         yield case, plan, srcs
 
 
+def codegen_variants(switch: str, variants: dict, keep, patched: str):
+    """(case, plan, {variant: Source}) for the final run's plans that `keep(plan)` accepts, each
+    generated with the module-level generator switch `fusesim.codegen.<switch>` set to each variant's
+    value; `patched` names what the trial's patch adds to fusesim.codegen (a trial script run without
+    its patch would build the generator's kernels under every name)."""
+    import fusesim.codegen as codegen
+    from fusesim.plan import Plan
+
+    if not hasattr(codegen, patched):
+        raise SystemExit(f"fusesim.codegen has no {patched}: apply the trial's patch first (see the script's docstring)")
+    saved = getattr(codegen, switch)
+    try:
+        for case, pd in plans():
+            plan = Plan.from_dict(pd)
+            if not keep(plan):
+                continue
+            srcs = {}
+            for name, value in variants.items():
+                setattr(codegen, switch, value)
+                srcs[name] = codegen.generate(plan)
+            yield case, plan, srcs
+    finally:
+        setattr(codegen, switch, saved)
+
+
 def build_only(items) -> int:
     """Compile every distinct source of `items` ((case, plan, {variant: Source}) triples) here."""
     from concurrent.futures import ThreadPoolExecutor

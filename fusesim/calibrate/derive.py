@@ -469,18 +469,18 @@ def derive(raw: dict[str, Any], known: dict[str, Any] | None = None) -> Derived:
                       f"{rate(warm, case + '_16mib')} GB/s)")
     bulk = _group(raw, "l2bulk")
     if bulk and isinstance(bulk.get("cases"), list):
-        # a note, not a field: with the measured per-SM rate as a cap shared by a TMA ring's loads in
-        # flight, the simulated unfused gemm_wgmma kernels of the final run go from +1-2% to +12-15%
-        # slow (results/h200/README.md): the generated kernels' tensor-map loads move more per SM
+        # the per-SM rates are a note, not a field: as a cap shared by a TMA ring's loads in flight they
+        # made the simulated unfused gemm_wgmma kernels of the final run +11-15% slow, not +1-2%
+        # (results/h200/README.md); the 2 MiB hot-set case below is the L2 bandwidth
         cases = [c for c in bulk["cases"] if _positive(c.get("gbps_median"))]
         d.notes.append("l2bulk (cp.async.bulk 16 KiB chunks from an L2-resident 16 MiB set, GB/s in all and per SM): " + ", ".join(
             f"{c['sms']} SMs ring {c['ring']}: {c['gbps_median']:.0f} ({c['gbps_median'] / c['sms']:.1f})" for c in cases))
         shared = [c for c in bulk.get("shared_cases", []) if _positive(c.get("gbps_median"))]
         if shared:
+            by_set = ", ".join(f"{c['set_bytes'] / 2**20:g} MiB {'same' if c['shared'] else 'own'} {c['gbps_median']:.0f}"
+                               for c in shared)
             d.notes.append("l2bulk, all SMs with 4 chunks in flight, each block its own chunks vs all reading the same "
-                           "chunks in the same order (GB/s): " + ", ".join(
-                               f"{c['set_bytes'] / 2**20:g} MiB {'same' if c['shared'] else 'own'} {c['gbps_median']:.0f}"
-                               for c in shared))
+                           f"chunks in the same order (GB/s): {by_set}")
             # what the generated kernels read from L2 is a small hot set (their activation tiles, 0.5-4 MiB,
             # re-read while the weights stream through), not the l2 group's 16 MiB working set
             hot = next((c for c in shared if c.get("set_bytes") == 2 << 20 and not c.get("shared")), None)
@@ -490,9 +490,7 @@ def derive(raw: dict[str, Any], known: dict[str, Any] | None = None) -> Derived:
                       f"l2bulk group, all {hot['sms']} SMs with {hot['ring']} cp.async.bulk 16 KiB chunks in flight, "
                       "each block its own chunks of a 2 MiB set inside L2 (the size of the generated kernels' re-read "
                       "activation tiles): " + (f"the l2 group's 16 MiB set of ld.global.cg.v4 gives {before:.0f}; "
-                                               if before else "") + "by set: " + ", ".join(
-                          f"{c['set_bytes'] / 2**20:g} MiB {'same' if c['shared'] else 'own'} {c['gbps_median']:.0f}"
-                          for c in shared))
+                                               if before else "") + f"by set: {by_set}")
     dbulk = _group(raw, "dsm_bulk")
     if dbulk and isinstance(dbulk.get("cases"), list):
         # a note: fused_wgmma's shuffle and reduce-scatter are bulk copies; the simulator times them at

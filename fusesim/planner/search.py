@@ -615,8 +615,8 @@ def _generator_candidates(chain: Chain, hw: Hardware, strategies: set[str], seen
     wgmma templates (codegen.handplans: every gemm_wgmma tile pair with split-K filling a wave, and the
     GENERATOR_FUSED_WGMMA fused_wgmma plans first by a rough latency score), which the cost model
     ranks poorly. On the H200 (results/h200/sim_search_paper_*.json, scripts/sim_search.py) the
-    simulator's pick from such a pool (with the planner's top 8 per strategy) ran within 3% of the
-    fastest plan timed for 17 of 26 paper cases and beat every plan measured before on C6 and C7.
+    simulator's picks from such a pool (with the planner's top 8 per strategy) beat every plan measured
+    before on C6 and C7 (how often its pick is within 3% of the fastest: benchmarks/validation.md).
     Only on a machine with wgmma, and only plans that fit it."""
     if "wgmma" not in hw.tensor_tflops:
         return []
