@@ -334,6 +334,18 @@ def test_l2bulk_per_sm_rates_are_a_note_and_the_hot_set_rate_is_the_l2_bandwidth
     assert derive({"groups": {"l2": l2}}).values["l2_bandwidth_gbps"] == 9212.0
 
 
+def test_wgmma_stage_is_a_note() -> None:
+    """wgmma_stage: the consumer stage times per tile width and warpgroups are reported, not written
+    (fused_wgmma_stage_ns stays the fitted value: it also stands for costs the stage benchmark has not)."""
+    from fusesim.calibrate.derive import derive
+
+    stage = {"iters": 5000, "n64_wg1_handshake": {"ns_per_stage_median": 139.3},
+             "n64_wg1_wgmma_only": {"ns_per_stage_median": 73.5}, "method": "m"}
+    d = derive({"groups": {"wgmma_stage": stage}})
+    assert not d.values
+    assert any(n.startswith("wgmma_stage") and "n64_wg1_handshake 139.3, n64_wg1_wgmma_only 73.5" in n for n in d.notes)
+
+
 def test_dsm_bulk_is_a_note() -> None:
     """dsm_bulk: the bulk-copy DSM rates per cluster size and fan-out are reported, not written."""
     from fusesim.calibrate.derive import derive

@@ -469,8 +469,10 @@ def derive(raw: dict[str, Any], known: dict[str, Any] | None = None) -> Derived:
                       f"{rate(warm, case + '_16mib')} GB/s)")
     bulk = _group(raw, "l2bulk")
     if bulk and isinstance(bulk.get("cases"), list):
-        # the per-SM rates are a note, not a field: as a cap shared by a TMA ring's loads in flight they
-        # made the simulated unfused gemm_wgmma kernels of the final run +11-15% slow, not +1-2%
+        # the per-SM rates are a note, not a field: one SM's 16 KiB bulk copies arrive at one rate however
+        # many are in flight, but the generated kernels' tensor copies beat it in situ (G9's fused_wgmma
+        # GEMM0 stages: 24 KiB in 224 ns, results/h200/probe_fused_wgmma_stages.json), and as a rate
+        # shared by a ring's copies it made the weight-streaming gemm_wgmma kernels simulate +7% slow
         # (results/h200/README.md); the 2 MiB hot-set case below is the L2 bandwidth
         cases = [c for c in bulk["cases"] if _positive(c.get("gbps_median"))]
         d.notes.append("l2bulk (cp.async.bulk 16 KiB chunks from an L2-resident 16 MiB set, GB/s in all and per SM): " + ", ".join(
@@ -491,6 +493,18 @@ def derive(raw: dict[str, Any], known: dict[str, Any] | None = None) -> Derived:
                       "each block its own chunks of a 2 MiB set inside L2 (the size of the generated kernels' re-read "
                       "activation tiles): " + (f"the l2 group's 16 MiB set of ld.global.cg.v4 gives {before:.0f}; "
                                                if before else "") + f"by set: {by_set}")
+    stage = _group(raw, "wgmma_stage")
+    if stage:
+        # a note: the consumer handshake with the data already in SMEM is shorter than the fitted
+        # fused_wgmma_stage_ns, which also stands for what the simulator does not model of those kernels
+        # (first-data latency, the GEMM0 -> GEMM1 transition, the per-SM TMA rate of 64-column tiles:
+        # results/h200/probe_fused_wgmma_stages.json)
+        cases = [f"{k} {v['ns_per_stage_median']:.1f}" for k, v in stage.items()
+                 if isinstance(v, dict) and _positive(v.get("ns_per_stage_median"))]
+        if cases:
+            d.notes.append("wgmma_stage (ns per consumer stage, one block per SM on all SMs: full mbarrier wait, 4 x "
+                           "wgmma m64nNk16, commit, wait_group 1, empty-barrier arrive; wgmma_only: the wgmmas, commit "
+                           "and wait_group 1 alone): " + ", ".join(cases))
     dbulk = _group(raw, "dsm_bulk")
     if dbulk and isinstance(dbulk.get("cases"), list):
         # a note: fused_wgmma's shuffle and reduce-scatter are bulk copies; the simulator times them at

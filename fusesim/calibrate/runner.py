@@ -34,7 +34,7 @@ NVCC_FLAGS = ["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-Xp
 
 # Order matters only for the log; each group is independent.
 GROUPS = ("info", "clock", "occupancy", "gpc", "hbm", "hbm_inflight", "l2", "l2bulk", "l2red", "ticket", "l2reuse", "smem", "dsm", "dsm_bulk", "dsm_lat",
-          "barrier", "mma", "wgmma", "launch", "pdl")
+          "barrier", "mma", "wgmma", "wgmma_stage", "launch", "pdl")
 
 # Metrics verified on an H200 with ncu 2025.3 (shared/reference/hopper.md) and the two
 # instruction counters that check the SMEM and global-load benchmarks; if ncu rejects the full list
@@ -101,7 +101,7 @@ def environment(argv: list[str]) -> dict[str, Any]:
 
 def build(build_dir: Path, nvcc: str = "nvcc") -> tuple[Path, str]:
     """Compile calib.cu once per source hash; returns the binary and the ptxas report."""
-    src = SOURCE.read_bytes() + (CUDA_DIR / "wgmma_m64n256k16.inc").read_bytes()
+    src = SOURCE.read_bytes() + b"".join(p.read_bytes() for p in sorted(CUDA_DIR.glob("*.inc")))
     build_dir = build_dir.resolve()  # nvcc runs in the source folder
     digest = hashlib.sha256(src + " ".join(NVCC_FLAGS).encode()).hexdigest()[:12]
     build_dir.mkdir(parents=True, exist_ok=True)

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "wgmma_m64n256k16.inc"
+#include "wgmma_m64nNk16.inc"
 
 namespace cg = cooperative_groups;
 
@@ -1710,6 +1711,144 @@ static void group_wgmma(Json& j) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// wgmma pipeline stage: the consumer loop of the generated TMA kernels (fused_wgmma.cu.j2,
+// gemm_wgmma.cu.j2) with the data always there: per stage wait the stage's full mbarrier, fence,
+// 4 x wgmma m64nNk16 into one accumulator (block_k 64), commit, wait_group 1, then one lane per warp
+// arrives on the previous stage's empty mbarrier. Warpgroup 0's thread 0 is the producer: it waits
+// each stage's empty barrier and arrives on its full barrier (no copy), so the time per stage is
+// the handshake and the wgmmas only. Without the handshake the consumers run the wgmmas alone.
+// 128-byte-swizzle descriptors as the generator's (K-major A, MN-major B in 64-column chunks).
+__device__ __forceinline__ uint64_t desc_sw128_c(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return ((uint64_t)(addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
+         ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void mbar_wait_c(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void mbar_arrive_c(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+constexpr int kStageRing = 4;
+
+template <int N>
+__device__ __forceinline__ void stage_wgmma(float (&d)[N / 2], uint32_t a, uint32_t b) {
+#pragma unroll
+  for (int k16 = 0; k16 < 4; ++k16) {
+    const uint64_t da = desc_sw128_c(a + 32 * k16, 16, 1024), db = desc_sw128_c(b + 2048 * k16, 64 * 64 * 2, 1024);
+    if constexpr (N == 64) {
+      FUSESIM_WGMMA_M64N64K16_BF16(d, da, db)
+    } else if constexpr (N == 128) {
+      FUSESIM_WGMMA_M64N128K16_BF16(d, da, db)
+    } else {
+      FUSESIM_WGMMA_M64N256K16_BF16(d, da, db)
+    }
+  }
+}
+
+template <int N, bool HANDSHAKE>
+__global__ void __launch_bounds__(384, 1) k_wgmma_stage(int iters, float* sink, unsigned long long* ns) {
+  __shared__ __align__(1024) uint16_t ab[64 * 64 + 64 * 256];  // A 64x64 (8 KiB), B 64 x N (<= 32 KiB)
+  __shared__ __align__(8) uint64_t full[kStageRing], empty[kStageRing];
+  const int consumers = blockDim.x / 128 - 1;
+  for (int i = threadIdx.x; i < 64 * 64 + 64 * 256; i += blockDim.x) {
+    float v = (float)((i * 2654435761u >> 20) % 2001) / 1000.f - 1.f;  // in [-1, 1], never all zero
+    ab[i] = (uint16_t)(__float_as_uint(v) >> 16);
+  }
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStageRing; ++s) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(cta_addr(&full[s])));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(cta_addr(&empty[s])), "r"(4 * consumers));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  const uint32_t a = cta_addr(ab), b = cta_addr(ab + 64 * 64);
+  if (threadIdx.x < 128) {  // producer warpgroup
+    if (HANDSHAKE && threadIdx.x == 0) {
+      for (int j = 0; j < iters; ++j) {
+        const int s = j % kStageRing;
+        mbar_wait_c(cta_addr(&empty[s]), ((j / kStageRing) & 1) ^ 1);
+        mbar_arrive_c(cta_addr(&full[s]));
+      }
+    }
+    return;
+  }
+  float d[N / 2];
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) d[i] = 0.f;
+  const uint64_t t0 = gtimer();
+  int pend = -1;
+  for (int j = 0; j < iters; ++j) {
+    const int s = j % kStageRing;
+    if (HANDSHAKE) mbar_wait_c(cta_addr(&full[s]), (j / kStageRing) & 1);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    stage_wgmma<N>(d, a, b);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) asm volatile("" : "+f"(d[i])::"memory");  // as the templates' pin()
+    if (HANDSHAKE && pend >= 0 && (threadIdx.x & 31) == 0) mbar_arrive_c(cta_addr(&empty[pend]));
+    pend = s;
+  }
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  const uint64_t t1 = gtimer();
+  float acc = 0;
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) acc += d[i];
+  if (acc == 1.2345f) sink[0] = acc;
+  if (threadIdx.x == 128) ns[blockIdx.x] = t1 - t0;
+}
+
+template <int N, bool HANDSHAKE>
+static void wgmma_stage_case(Json& j, int consumers, int iters, int reps, float* sink, unsigned long long* ns) {
+  const int grid = sm_count(), threads = 128 * (1 + consumers);
+  std::vector<double> per_stage;
+  for (int r = 0; r < reps + 1; ++r) {
+    k_wgmma_stage<N, HANDSHAKE><<<grid, threads>>>(iters, sink, ns);
+    CKL();
+    CK(cudaDeviceSynchronize());
+    if (r == 0) continue;  // warm-up
+    std::vector<unsigned long long> h(grid);
+    CK(cudaMemcpy(h.data(), ns, grid * 8, cudaMemcpyDeviceToHost));
+    std::vector<double> v;
+    for (auto x : h) v.push_back((double)x / iters);
+    per_stage.push_back(median(v));
+  }
+  char name[48];
+  snprintf(name, sizeof name, "n%d_wg%d_%s", N, consumers, HANDSHAKE ? "handshake" : "wgmma_only");
+  const double flops = 4.0 * 2 * 64 * N * 16 * consumers;
+  j.obj(name).num("n", N).num("consumer_warpgroups", consumers).num("handshake", HANDSHAKE ? 1 : 0);
+  j.num("ns_per_stage_median", median(per_stage)).nums("ns_per_stage", per_stage);
+  j.num("tflops_per_sm", flops / median(per_stage) / 1e3).close_obj();
+}
+
+static void group_wgmma_stage(Json& j) {
+  float* sink;
+  CK(cudaMalloc(&sink, 16));
+  unsigned long long* ns;
+  CK(cudaMalloc(&ns, 4096 * 8));
+  const int iters = g_quick ? 500 : 5000, reps = g_quick ? 3 : 7;
+  j.num("iters", iters).num("grid", sm_count()).num("ring_stages", kStageRing);
+  for (int c : {1, 2}) {
+    wgmma_stage_case<64, true>(j, c, iters, reps, sink, ns);
+    wgmma_stage_case<64, false>(j, c, iters, reps, sink, ns);
+    wgmma_stage_case<128, true>(j, c, iters, reps, sink, ns);
+    wgmma_stage_case<128, false>(j, c, iters, reps, sink, ns);
+    wgmma_stage_case<256, true>(j, c, iters, reps, sink, ns);
+    wgmma_stage_case<256, false>(j, c, iters, reps, sink, ns);
+  }
+  j.str("method", "the generated TMA kernels' consumer stage with its data always there: per stage (handshake) wait the stage's full mbarrier, wgmma.fence, 4 x wgmma m64nNk16 bf16 -> fp32 into one accumulator (block_k 64; the generator's instruction and 128B-swizzle descriptors), commit, wait_group 1, one lane per warp arrives on the previous stage's empty mbarrier; a producer thread waits each empty barrier and arrives on the full one (no copy); wgmma_only: the wgmmas, commit and wait_group 1 alone; one block per SM (all SMs), 1 or 2 consumer warpgroups; %globaltimer around the loop on the first consumer thread / iterations, median over blocks, then over reps");
+  CK(cudaFree(sink));
+  CK(cudaFree(ns));
+}
+
+// ---------------------------------------------------------------------------------------------
 // Launch overhead: empty kernels back to back (stream), in a CUDA graph, and one at a time.
 __global__ void k_empty() {}
 
@@ -2082,6 +2221,7 @@ int main(int argc, char** argv) {
   else if (g == "gpc") group_gpc(j);
   else if (g == "mma") group_mma(j);
   else if (g == "wgmma") group_wgmma(j);
+  else if (g == "wgmma_stage") group_wgmma_stage(j);
   else if (g == "launch") group_launch(j);
   else if (g == "pdl") group_pdl(j);
   else if (g == "verify") group_verify(j);
