@@ -19,17 +19,10 @@ import statistics
 import sys
 from pathlib import Path
 
-STAMP_DECL = r'''
-__device__ unsigned long long g_fs_stamp[2][4096][5];
-__device__ __forceinline__ unsigned long long fs_now() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-extern "C" int fs_stamps(unsigned long long* host) {
-  return (int)cudaMemcpyFromSymbol(host, g_fs_stamp, sizeof(g_fs_stamp));
-}
-'''
+sys.path.insert(0, str(Path(__file__).parent))
+from globaltimer_stamps import apply_marks, stamp_decl  # noqa: E402
+
+STAMP_DECL = stamp_decl("g_fs_stamp[2][4096][5]", "g_fs_stamp")
 
 
 def instrument(code: str) -> str:
@@ -44,10 +37,7 @@ def instrument(code: str) -> str:
          "      const unsigned char* st = smem + s * STAGE_BYTES;\n"),
         ("    fs::wg::wgmma_wait<0>();\n    pin(acc0);\n", "    fs::wg::wgmma_wait<0>();\n    fs_t2 = fs_now();\n    pin(acc0);\n"),
     ]  # and the stamp before each kernel's closing brace, below
-    for old, new in marks:
-        if old not in code:
-            raise SystemExit(f"template changed: cannot find {old[:50]!r}")
-        code = code.replace(old, new)
+    code = apply_marks(code, marks)
     end = "\n}\n\nMapCache map_x, map_w0, map_w1;"
     stamp = ("\n  if (threadIdx.x == 128) {\n    unsigned int sm;\n    asm volatile(\"mov.u32 %0, %%smid;\" : \"=r\"(sm));\n"
              "    unsigned long long* o = g_fs_stamp[PDL_SECONDARY ? 1 : 0][blockIdx.x];\n"
