@@ -447,13 +447,26 @@ def test_tma_refill_is_hidden_by_deep_rings_and_paid_by_two_stage_ones():
     six = ex.unfused_plan(ch, 64, 64, 64, stages=6, instruction="wgmma")
     mma = ex.unfused_plan(ch, 64, 64, 32, stages=2, instruction="mma_sync")
     a, b = simulate(two, base), simulate(two, slow)
-    refills = (512 // 64 - 1) + (1024 // 64 - 1)  # stages refilled in GEMM0 and GEMM1, one wave each
-    assert b.time_ns - a.time_ns == pytest.approx(refills * 300.0, rel=0.1)
+    # the producer fills both stages at the start; stage t >= 1 frees stage t - 1: 6 refills in
+    # GEMM0 (8 k tiles) and 14 in GEMM1 (16), one wave each
+    refills = (512 // 64 - 2) + (1024 // 64 - 2)
+    assert b.time_ns - a.time_ns == pytest.approx(refills * 300.0, rel=0.02)
     assert b.bytes == a.bytes
     deep = simulate(six, slow).time_ns - simulate(six, base).time_ns
     assert 0 <= deep < 0.5 * refills * 300.0
     assert simulate(six, slow).bytes == simulate(six, base).bytes
     assert simulate(mma, slow).time_ns == simulate(mma, base).time_ns
+
+
+def test_tma_ring_fills_every_stage_at_the_start():
+    """The wgmma templates' producer issues a load into every stage of the ring at the start (all
+    are empty): a ring as deep as a GEMM's k tiles never waits a refill; one stage fewer waits one."""
+    base, slow = off_and_on("tma_refill_ns", 1000.0)
+    ch = ex.chain("g", 128, 256, 256, 256)  # 4 k tiles in each GEMM
+    whole = ex.unfused_plan(ch, 64, 64, 64, stages=4, instruction="wgmma")
+    short = ex.unfused_plan(ch, 64, 64, 64, stages=3, instruction="wgmma")
+    assert simulate(whole, slow).time_ns == pytest.approx(simulate(whole, base).time_ns)
+    assert simulate(short, slow).time_ns > simulate(short, base).time_ns + 500.0
 
 
 def test_inter_cluster_ticket_waits_the_measured_protocol_once_per_kernel():

@@ -137,6 +137,10 @@ class Cohort:
         # other stages - 1 loads stay in flight meanwhile, so a deep ring hides it and a two-stage
         # ring pays it every stage
         self.tma_refill_ns = (self.hw.tma_refill_ns or 0.0) if family == "wgmma" else 0.0
+        # the TMA ring's producer fills every stage at the start (all are empty); the consumers free
+        # stage t - 1 only during stage t (after wgmma.wait_group 1), so stage 0 frees none
+        self.tma_ring = family == "wgmma" and self.stages > 1
+        self._hold_first = False
         self._blocked = False
         self._last_load_ns = 0.0
         self._pending: deque[simpy.Event] = deque()
@@ -157,14 +161,16 @@ class Cohort:
         yield from self.consume()
 
     def next_phase(self) -> None:
-        """Start a software pipeline: the prologue puts `stages - 1` loads in flight.
+        """Start a software pipeline: the prologue puts `stages - 1` loads in flight (a TMA ring:
+        `stages`, then none on its first stage).
 
         `loads()` yields PHASE between pipelines: the generated kernels run one cp.async pipeline
         per GEMM0 chunk and per GEMM1 (slice, E sub-tile), so the producer never prefetches across
         that boundary and every phase pays its own fill latency."""
         self._blocked = False
-        for _ in range(self.window):
+        for _ in range(self.window + (1 if self.tma_ring else 0)):
             self._issue()
+        self._hold_first = self.tma_ring
 
     def _issue(self, delay_ns: float = 0.0) -> None:
         """Issue the next load of the current pipeline (nothing at a PHASE boundary), `delay_ns`
@@ -221,7 +227,9 @@ class Cohort:
             yield self.env.timeout(self.refill_ns)
         if issue_ns > 0:
             yield self.env.timeout(issue_ns)
-        if self.stages > 1:
+        if self._hold_first:
+            self._hold_first = False
+        elif self.stages > 1:
             self._issue(self.tma_refill_ns)
         start = self.env.now
         self.gpu.flops += flops_per_block * self.blocks
