@@ -4,14 +4,16 @@ The generated source of each listed plan (a final-run plan: CASE:INDEX into that
 results/h200/final_paper_*.json) gets stamps on its first consumer thread: kernel entry, the moment
 each pipeline job's full barrier completes (GEMM0's A/B tiles, then GEMM1's D tiles: the data is in
 SMEM and the wgmmas may start), GEMM0's last wgmma done, the first GEMM1 job's wait (after the
-exchange, combine and shuffle) and the block's end. The kernel is built, verified against the fp32
+exchange, combine and shuffle), then through the store phase (GEMM1's last wgmma, the block barrier
+after the E partial is in SMEM, the reduce-scatter's cluster barrier, all slices in, summed and
+stored, inter_cluster_reduce done) and the block's end (after the exit cluster barrier). The kernel is built, verified against the fp32
 reference once, then launched after an L2 flush (as fusesim bench times it) 7 times. Per plan it
 prints the median block's first-data latency, its GEMM0 and GEMM1 time per stage (from the first to
-the last job of each GEMM, over jobs - 1), the exchange gap and the tail. The same numbers come
+the last job of each GEMM, over jobs - 1), the exchange gap and the tail, step by step. The same numbers come
 from the simulator for comparison (`--sim`, on a machine with fusesim's dependencies).
 
     python3 scripts/probe_fused_wgmma_stages.py OUT.json CASE:INDEX ...   (on the GPU machine)
-    python3 scripts/probe_fused_wgmma_stages.py --sim OUT.json            (here: add the simulator's)
+    python3 scripts/probe_fused_wgmma_stages.py --sim OUT.json [HW.yaml]  (here: next to the simulator's)
 """
 
 from __future__ import annotations
@@ -27,8 +29,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 from globaltimer_stamps import apply_marks, stamp_decl  # noqa: E402
 
 MAX_JOBS = 256
-STAMP_DECL = f"\n#define FS_MAX_JOBS {MAX_JOBS}" + stamp_decl("g_fs_st[2048][FS_MAX_JOBS + 5]", "g_fs_st")
-# slots per block: 0 entry, 1 GEMM0 done, 2 end, 3 SM id, 4 jobs stamped, 5.. one per job
+TAIL = ("last_wgmma", "block_sync", "cluster_sync", "slices_in", "summed", "reduced")
+STAMP_DECL = (f"\n#define FS_MAX_JOBS {MAX_JOBS}\n#define FS_TAIL (FS_MAX_JOBS + 5)"
+              + stamp_decl(f"g_fs_st[2048][FS_MAX_JOBS + 5 + {len(TAIL)}]", "g_fs_st"))
+# slots per block: 0 entry, 1 GEMM0 done, 2 end, 3 SM id, 4 jobs stamped, 5.. one per job, then TAIL
+# (0 where the plan has no such step)
 WAIT = "fs::wg::mbar_wait(full + s, (j / STAGES) & 1);\n"
 STAMP_JOB = ("fs::wg::mbar_wait(full + s, (j / STAGES) & 1);\n"
              "          if (threadIdx.x == 128 && j < FS_MAX_JOBS) { g_fs_st[blockIdx.x][5 + j] = fs_now(); "
@@ -49,7 +54,26 @@ def instrument(code: str) -> str:
          "  if (threadIdx.x == 128) {\n    unsigned int sm;\n    asm volatile(\"mov.u32 %0, %%smid;\" : \"=r\"(sm));\n"
          "    g_fs_st[blockIdx.x][2] = fs_now();\n    g_fs_st[blockIdx.x][3] = sm;\n  }\n}\n"),
     ]
+    tail = [  # the store phase: GEMM1's last wgmma, the block barrier, the reduce-scatter, the reduction
+        ("      fs::wg::wgmma_wait<0>();\n      pin(acc);\n      release_pending();\n",
+         "      fs::wg::wgmma_wait<0>();\n      if (threadIdx.x == 128) g_fs_st[blockIdx.x][FS_TAIL + 0] = fs_now();\n"
+         "      pin(acc);\n      release_pending();\n"),
+        ("  __syncthreads();\n\n  // ---- Store: dsm_reduce_scatter",
+         "  __syncthreads();\n  if (threadIdx.x == 128) g_fs_st[blockIdx.x][FS_TAIL + 1] = fs_now();\n\n"
+         "  // ---- Store: dsm_reduce_scatter"),
+        ("      fs::cluster_sync();  // every partial E is in ebuf and every ring (which erecv reuses) is drained\n",
+         "      fs::cluster_sync();  // every partial E is in ebuf and every ring (which erecv reuses) is drained\n"
+         "      if (threadIdx.x == 128) g_fs_st[blockIdx.x][FS_TAIL + 2] = fs_now();\n"),
+        ("    fs::wg::mbar_wait_cluster(rbar, 0);\n    const float* mine",
+         "    fs::wg::mbar_wait_cluster(rbar, 0);\n    if (threadIdx.x == 128) g_fs_st[blockIdx.x][FS_TAIL + 3] = fs_now();\n"
+         "    const float* mine"),
+        ("  if constexpr (N_SPLIT > 1) {\n    // inter_cluster_reduce",
+         "  if (threadIdx.x == 128) g_fs_st[blockIdx.x][FS_TAIL + 4] = fs_now();\n"
+         "  if constexpr (N_SPLIT > 1) {\n    // inter_cluster_reduce"),
+        ("  (void)ecol0;\n", "  (void)ecol0;\n  if (threadIdx.x == 128) g_fs_st[blockIdx.x][FS_TAIL + 5] = fs_now();\n"),
+    ]
     code = apply_marks(code, marks, once=True)
+    code = apply_marks(code, tail, once=True)
     if code.count(WAIT) != 2:  # GEMM0's and GEMM1's consumer waits (the producer waits on `empty`)
         raise SystemExit("template changed: expected two consumer full-barrier waits")
     return code.replace(WAIT, STAMP_JOB)
@@ -70,7 +94,15 @@ def block_summary(row: list[int], kt0: int, t_ref: int) -> dict[str, float]:
     entry, g0_done, end = [(row[i] - t_ref) / 1e3 for i in (0, 1, 2)]
     g0 = jobs[:kt0]
     g1 = jobs[kt0:]
-    return {"entry": entry, "first_data": jobs[0] - entry,
+    marks = [(row[5 + MAX_JOBS + i] - t_ref) / 1e3 if row[5 + MAX_JOBS + i] else None for i in range(len(TAIL))]
+    steps = {}
+    prev = g1[-1] if g1 else g0_done
+    for name, t in zip(TAIL, marks, strict=True):  # each step's time from the previous stamped one
+        if t is not None:
+            steps["tail_" + name] = t - prev
+            prev = t
+    steps["tail_end"] = end - prev
+    return {**steps, "entry": entry, "first_data": jobs[0] - entry,
             "g0_per_stage": (g0[-1] - g0[0]) / (len(g0) - 1) if len(g0) > 1 else 0.0,
             "g0_last_to_done": g0_done - g0[-1],
             "exchange": (g1[0] - g0_done) if g1 else 0.0,
@@ -79,7 +111,7 @@ def block_summary(row: list[int], kt0: int, t_ref: int) -> dict[str, float]:
 
 
 def summarize(blocks: list[dict[str, float]]) -> dict[str, float]:
-    keys = [k for k in blocks[0] if k != "jobs"]
+    keys = [k for k in blocks[0] if k != "jobs" and all(k in b for b in blocks)]
     out = {k: statistics.median(b[k] for b in blocks) for k in keys}
     out["end_max"] = max(b["end"] for b in blocks)
     out["entry_max"] = max(b["entry"] for b in blocks)
@@ -101,7 +133,7 @@ def device(out: Path, picks: list[str]) -> int:
     listed = final_plans()
     flush = L2Flusher()
     result = {"what": __doc__.splitlines()[0], "gpu": torch.cuda.get_device_name(), "plans": {}}
-    width = MAX_JOBS + 5
+    width = MAX_JOBS + 5 + len(TAIL)
     host = (ctypes.c_ulonglong * (2048 * width))()
     for pick in picks:
         case, idx = pick.split(":")
@@ -147,16 +179,49 @@ def source_kt0(code: str) -> int:
 
 
 def line(s: dict[str, float]) -> str:
-    return (f"jobs {s['jobs']:3d} | first data {s['first_data']:.2f} | g0 {s['g0_per_stage'] * 1e3:5.0f} ns/stage | "
+    steps = " ".join(f"{k[5:]} {v:.2f}" for k, v in s.items() if k.startswith("tail_"))
+    return (f"[tail: {steps}] " f"jobs {s['jobs']:3d} | first data {s['first_data']:.2f} | g0 {s['g0_per_stage'] * 1e3:5.0f} ns/stage | "
             f"g0 done +{s['g0_last_to_done'] * 1e3:4.0f} | exchange {s['exchange']:.2f} | g1 {s['g1_per_stage'] * 1e3:5.0f} "
             f"ns/stage | tail {s['tail']:.2f} | end {s['end']:.2f} (max {s['end_max']:.2f}, entries to {s['entry_max']:.2f})")
 
 
+def simulated(plan_dict: dict, hw_path: str) -> dict[str, float]:
+    """The simulator's numbers for the same plan (first SM's spans): first data, GEMM0 and GEMM1 per
+    stage, GEMM0's last stage to GEMM1's first, the last stage to the kernel's end, the whole time."""
+    from fusesim.codegen import generate
+    from fusesim.hardware import load_hardware
+    from fusesim.plan import Plan
+    from fusesim.sim import simulate
+
+    plan = Plan.from_dict(plan_dict)
+    kt0 = source_kt0(generate(plan).code)
+    res = simulate(plan, load_hardware(hw_path), trace=True)
+    spans = [e for e in (res.trace or []) if e.get("ph") == "X" and e["pid"] == 1]
+    first_sm = min(e["tid"] for e in spans)
+    mma = sorted(e["ts"] for e in spans if e["tid"] == first_sm and e["name"] == "mma")
+    start_us, end_us = res.kernels[-1]["start_ns"] / 1e3, res.kernels[-1]["end_ns"] / 1e3
+    g0, g1 = mma[:kt0], mma[kt0:kt0 + max(len(mma) - kt0, 0)]
+
+    def per(v: list[float]) -> float:
+        return (v[-1] - v[0]) / (len(v) - 1) if len(v) > 1 else 0.0
+
+    return {"first_data": mma[0] - start_us, "g0_per_stage": per(g0), "g1_per_stage": per(g1),
+            "g0_to_g1": (g1[0] - g0[-1]) if g1 else 0.0, "tail": end_us - (g1[-1] if g1 else g0[-1]),
+            "time_us": res.time_us}
+
+
 def main() -> int:
-    if sys.argv[1] == "--sim":
+    if sys.argv[1] == "--sim":  # --sim OUT.json [HW.yaml]
         data = json.loads(Path(sys.argv[2]).read_text())
+        hw_path = sys.argv[3] if len(sys.argv) > 3 else "hw_configs/h200_calibrated.yaml"
+        print("plan     GPU / sim: time us | first data us | GEMM0 ns/stage | GEMM1 ns/stage | GEMM0 -> GEMM1 us | tail us")
         for pick, p in data["plans"].items():
-            print(f"{pick:6s} GPU {p['measured_us']:6.2f} us | " + line(p["median_rep"]))
+            m, sim = p["median_rep"], simulated(p["plan"], hw_path)
+            gap = m["g0_last_to_done"] + m["exchange"]
+            print(f"{pick:6s} {p['measured_us']:6.2f} / {sim['time_us']:6.2f} | {m['first_data']:.2f} / {sim['first_data']:.2f} | "
+                  f"{m['g0_per_stage'] * 1e3:4.0f} / {sim['g0_per_stage'] * 1e3:4.0f} | "
+                  f"{m['g1_per_stage'] * 1e3:4.0f} / {sim['g1_per_stage'] * 1e3:4.0f} | {gap:.2f} / {sim['g0_to_g1']:.2f} | "
+                  f"{m['tail']:.2f} / {sim['tail']:.2f}")
         return 0
     return device(Path(sys.argv[1]), sys.argv[2:])
 
