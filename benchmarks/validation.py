@@ -646,7 +646,7 @@ def main() -> int:
     held, rerun = kept[TRIAL_LABEL], kept[RERUN_LABEL]
     lines += [f"- {TRIAL_LABEL}: MAPE {pct(summarize(held)['mape'])}, mean error "
               f"{100 * statistics.mean(r.error for r in held):+.0f}% over {len(held)} kernels, with the "
-              "calibrated wgmma rate, all stages - 1 TMA loads in flight and the split-K protocol (red.add.v2 "
+              "calibrated wgmma rate, every ring stage loading from the start and the split-K protocol (red.add.v2 "
               "of the fragments at the calibrated fragment-reduction rates, the second GEMM released at "
               "calibrate's pdl_release_us; nothing is fitted on these kernels; both files ran the fragment "
               "epilogues and are simulated with them). They were built from an earlier revision of gemm_wgmma.cu.j2 (before commit 1cfb359 "
