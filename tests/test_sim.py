@@ -48,6 +48,21 @@ def paper_runs(hw_name: str = "h200"):
 
 
 # ---- the pieces ----------------------------------------------------------------------------
+def test_fluid_server_finishes_a_flow_whose_rest_is_below_the_clock_resolution():
+    """Far into a long run (now = 1e15 ns: 0.125 ns between representable times) a flow whose
+    remaining bytes need less than that must finish, not wake at `now` forever (the Llama3-70B dsm
+    plan of benchmarks/simulator.py never ended)."""
+    env = simpy.Environment()
+    env.run(until=1e15)
+    srv = FluidServer(env, "x", 1000.0)
+    ev = srv.transfer(1000.05)  # 1.00005 ns: the wake lands at +1.0, 0.05 bytes short
+    steps = 0
+    while not ev.processed and steps < 100:
+        env.step()
+        steps += 1
+    assert ev.processed and env.now - 1e15 == pytest.approx(1.0)
+
+
 def test_fluid_server_shares_bandwidth_and_honours_caps():
     env = simpy.Environment()
     srv = FluidServer(env, "x", 10.0)  # 10 bytes/ns

@@ -135,8 +135,12 @@ class FluidServer:
                 break
 
     def _reschedule(self) -> None:
+        now = self.env.now
+        # done: within tolerance, or so close that its finish time rounds to now (late in a long run
+        # `now + dt == now` for a tiny dt: waking for it would make no progress, forever)
         finished = [f for f in self._flows
-                    if f.remaining_bytes <= max(_ABS_TOL_BYTES, _REL_TOL * f.size_bytes)]
+                    if f.remaining_bytes <= max(_ABS_TOL_BYTES, _REL_TOL * f.size_bytes)
+                    or (f.rate_bytes_per_ns > 0 and now + f.remaining_bytes / f.rate_bytes_per_ns <= now)]
         if finished:
             self._flows = [f for f in self._flows if f not in finished]
             for f in finished:
