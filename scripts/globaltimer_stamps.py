@@ -27,3 +27,39 @@ def apply_marks(code: str, marks: list[tuple[str, str]], once: bool = False) -> 
             raise SystemExit(f"template changed: cannot find {old[:60]!r}" + (" once" if once else ""))
         code = code.replace(old, new)
     return code
+
+
+def load_verified(plan, name: str, code: str):
+    """Build `code` (the instrumented source of `plan`) as NAME, verify it against the fp32 reference
+    and bind a fresh problem: (the loaded kernel with its fs_stamps reader, the verification)."""
+    import ctypes
+
+    from fusesim.codegen import Source, generate
+    from fusesim.codegen.build import build
+    from fusesim.gpu.runner import Loaded, bind, make_problem, verify
+
+    src = generate(plan)
+    kern = Loaded(build(Source(name, src.family, code), "so"))
+    kern.lib.fs_stamps.argtypes = [ctypes.c_void_p]
+    ver = verify(kern, plan.chain, seed=3)
+    bind(kern, make_problem(plan.chain, seed=4))
+    return kern, ver
+
+
+def stamped_launches(kern, host, reps: int = 7):
+    """Launch `kern` `reps` times after an L2 flush (as fusesim bench times it); yield after each once
+    `host` (a ctypes array of the stamp array's size) holds its stamps."""
+    import ctypes
+
+    import torch
+
+    from fusesim.gpu.timing import L2Flusher
+
+    flush = L2Flusher()
+    for _ in range(reps):
+        flush()
+        kern.launch(torch.cuda.current_stream().cuda_stream)
+        torch.cuda.synchronize()
+        if kern.lib.fs_stamps(ctypes.addressof(host)) != 0:
+            raise SystemExit("cudaMemcpyFromSymbol failed")
+        yield

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from globaltimer_stamps import apply_marks, stamp_decl  # noqa: E402
+from globaltimer_stamps import apply_marks, load_verified, stamp_decl, stamped_launches  # noqa: E402
 
 MAX_JOBS = 256
 TAIL = ("last_wgmma", "block_sync", "cluster_sync", "slices_in", "summed", "reduced")
@@ -124,14 +124,10 @@ def device(out: Path, picks: list[str]) -> int:
 
     import torch
 
-    from fusesim.codegen import Source, generate
-    from fusesim.codegen.build import build
-    from fusesim.gpu.runner import Loaded, bind, make_problem, verify
-    from fusesim.gpu.timing import L2Flusher
+    from fusesim.codegen import generate
     from fusesim.plan import Plan
 
     listed = final_plans()
-    flush = L2Flusher()
     result = {"what": __doc__.splitlines()[0], "gpu": torch.cuda.get_device_name(), "plans": {}}
     width = MAX_JOBS + 5 + len(TAIL)
     host = (ctypes.c_ulonglong * (2048 * width))()
@@ -142,21 +138,11 @@ def device(out: Path, picks: list[str]) -> int:
         if plan.instruction != "wgmma" or plan.strategy == "unfused":
             raise SystemExit(f"{pick}: not a fused_wgmma plan")
         src = generate(plan)
-        so = build(Source(src.name + "_stages", src.family, instrument(src.code)), "so")
-        kern = Loaded(so)
-        kern.lib.fs_stamps.argtypes = [ctypes.c_void_p]
-        ver = verify(kern, plan.chain, seed=3)
-        prob = make_problem(plan.chain, seed=4)
-        bind(kern, prob)
+        kern, ver = load_verified(plan, src.name + "_stages", instrument(src.code))
         grid = plan.kernels[0].grid_blocks
         kt0 = source_kt0(src.code)
         reps = []
-        for _ in range(7):
-            flush()
-            kern.launch(torch.cuda.current_stream().cuda_stream)
-            torch.cuda.synchronize()
-            if kern.lib.fs_stamps(ctypes.addressof(host)) != 0:
-                raise SystemExit("cudaMemcpyFromSymbol failed")
+        for _ in stamped_launches(kern, host):
             rows = [[host[b * width + i] for i in range(width)] for b in range(grid)]
             t_ref = min(r[0] for r in rows)
             reps.append(summarize([block_summary(r, kt0, t_ref) for r in rows]))

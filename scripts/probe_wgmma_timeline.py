@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from globaltimer_stamps import apply_marks, stamp_decl  # noqa: E402
+from globaltimer_stamps import apply_marks, load_verified, stamp_decl, stamped_launches  # noqa: E402
 
 STAMP_DECL = stamp_decl("g_fs_stamp[2][4096][5]", "g_fs_stamp")
 
@@ -65,10 +65,7 @@ def main() -> int:
 
     import torch
 
-    from fusesim.codegen import Source, generate
-    from fusesim.codegen.build import build
-    from fusesim.gpu.runner import Loaded, bind, make_problem, verify
-    from fusesim.gpu.timing import L2Flusher
+    from fusesim.codegen import generate
     from fusesim.plan import Plan
 
     out = Path(sys.argv[1])
@@ -82,26 +79,15 @@ def main() -> int:
         for pick in sys.argv[3:]:
             case, idx = pick.split(":")
             plans[pick] = Plan.from_dict(listed[case][int(idx)]["plan"])
-    flush = L2Flusher()
     result = {"what": __doc__.splitlines()[0], "gpu": torch.cuda.get_device_name(), "cases": {}}
     host = (ctypes.c_ulonglong * (2 * 4096 * 5))()
     for case in (plans if len(sys.argv) > 2 else ("G5", "G8", "S1", "S3", "S7")):
         plan: Plan = plans[case]
         src = generate(plan)
-        so = build(Source(src.name + "_timeline", src.family, instrument(src.code)), "so")
-        kern = Loaded(so)
-        kern.lib.fs_stamps.argtypes = [ctypes.c_void_p]
-        ver = verify(kern, plan.chain, seed=3)
-        prob = make_problem(plan.chain, seed=4)
-        bind(kern, prob)
+        kern, ver = load_verified(plan, src.name + "_timeline", instrument(src.code))
         g0, g1 = plan.kernels[0].grid_blocks, plan.kernels[1].grid_blocks
         reps = []
-        for _ in range(7):
-            flush()
-            kern.launch(torch.cuda.current_stream().cuda_stream)
-            torch.cuda.synchronize()
-            if kern.lib.fs_stamps(ctypes.addressof(host)) != 0:
-                raise SystemExit("cudaMemcpyFromSymbol failed")
+        for _ in stamped_launches(kern, host):
             a = [[host[(0 * 4096 + b) * 5 + i] for i in range(5)] for b in range(g0)]
             c = [[host[(1 * 4096 + b) * 5 + i] for i in range(5)] for b in range(g1)]
             t_ref = min(r[0] for r in a)

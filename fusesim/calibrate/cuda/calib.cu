@@ -202,6 +202,14 @@ __device__ __forceinline__ void cluster_sync_diverged() {
 __device__ __forceinline__ uint32_t cta_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
+// Spin until the phase of the mbarrier at CTA address `bar` with this parity has completed.
+__device__ __forceinline__ void mbar_wait_parity(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  } while (!done);
+}
 
 // Launch helper: cluster dimension as a launch attribute (no compile-time __cluster_dims__).
 template <typename... KArgs, typename... Args>
@@ -927,10 +935,7 @@ __global__ void __launch_bounds__(128) k_reuse_bulk(const char* __restrict__ buf
         asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
                      ::"r"(dst), "l"(buf + off), "r"(kBulkChunk), "r"(bar) : "memory");
     }
-    uint32_t done = 0;
-    while (!done)
-      asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-                   : "=r"(done) : "r"(bar), "r"(phase) : "memory");
+    mbar_wait_parity(bar, phase);
     phase ^= 1;
     __syncthreads();
   }
@@ -997,10 +1002,7 @@ __global__ void __launch_bounds__(32) k_l2_bulk(const char* __restrict__ buf, ui
     const uint32_t bar = (uint32_t)__cvta_generic_to_shared(bars + s);
     if (i >= ring) {  // the slot's previous copy has landed
       const uint32_t parity = (uint32_t)((i / ring - 1) & 1);
-      uint32_t done = 0;
-      while (!done)
-        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+      mbar_wait_parity(bar, parity);
     }
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(kL2BulkChunk));
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
@@ -1012,10 +1014,7 @@ __global__ void __launch_bounds__(32) k_l2_bulk(const char* __restrict__ buf, ui
     const int s = i % ring;
     const uint32_t bar = (uint32_t)__cvta_generic_to_shared(bars + s);
     const uint32_t parity = (uint32_t)((i / ring) & 1);
-    uint32_t done = 0;
-    while (!done)
-      asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-                   : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    mbar_wait_parity(bar, parity);
   }
   if (ring_smem[5] == 0xA5 && ring_smem[9] == 0x5A) sink[0] = ring_smem[7];
 }
@@ -1238,10 +1237,7 @@ __global__ void __launch_bounds__(128, 1) k_dsm_bulk(int rounds, uint32_t slice,
                      ::"r"(rdst), "r"(src + (uint32_t)(f - 1) * (fan == 1 ? 0u : slice)), "r"(slice), "r"(rbar)
                      : "memory");
       }
-      uint32_t done = 0;
-      while (!done)
-        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done) : "r"(bar_addr), "r"((uint32_t)(r & 1)) : "memory");
+      mbar_wait_parity(bar_addr, (uint32_t)(r & 1));
     }
     cluster_sync_all();  // every copy of this round has landed everywhere
   }
@@ -1722,13 +1718,6 @@ __device__ __forceinline__ uint64_t desc_sw128_c(uint32_t addr, uint32_t lbo, ui
   return ((uint64_t)(addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
          ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
 }
-__device__ __forceinline__ void mbar_wait_c(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-  } while (!done);
-}
 __device__ __forceinline__ void mbar_arrive_c(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
@@ -1773,7 +1762,7 @@ __global__ void __launch_bounds__(384, 1) k_wgmma_stage(int iters, float* sink, 
     if (HANDSHAKE && threadIdx.x == 0) {
       for (int j = 0; j < iters; ++j) {
         const int s = j % kStageRing;
-        mbar_wait_c(cta_addr(&empty[s]), ((j / kStageRing) & 1) ^ 1);
+        mbar_wait_parity(cta_addr(&empty[s]), ((j / kStageRing) & 1) ^ 1);
         mbar_arrive_c(cta_addr(&full[s]));
       }
     }
@@ -1786,7 +1775,7 @@ __global__ void __launch_bounds__(384, 1) k_wgmma_stage(int iters, float* sink, 
   int pend = -1;
   for (int j = 0; j < iters; ++j) {
     const int s = j % kStageRing;
-    if (HANDSHAKE) mbar_wait_c(cta_addr(&full[s]), (j / kStageRing) & 1);
+    if (HANDSHAKE) mbar_wait_parity(cta_addr(&full[s]), (j / kStageRing) & 1);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
     stage_wgmma<N>(d, a, b);
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
