@@ -7,13 +7,15 @@ Usage: FUSESIM_CACHE=.fscache python3 scripts/prebuild.py --hw hw_configs/h200.y
 (--from-bench: the plans recorded in bench JSONs, e.g. to profile them again with Nsight Compute;
  --plans-file: {case: [plan, ...]} files that `fusesim bench --plans file:...` reads;
  --sanitize, --oddshapes, --representatives: the plans of fusesim.gpu.sanitize, fusesim.gpu.oddshapes
- and the GPU tests.)
+ and the GPU tests; --stage DIR: also copy the built kernels into DIR, to be carried as
+ `tar -cJf .fscarry/cache.tar.xz -C PARENT .fscache` with DIR = PARENT/.fscache, rather than the whole cache.)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -35,6 +37,7 @@ def main() -> int:
     ap.add_argument("--top-k", type=int, default=1)
     ap.add_argument("--plans", default="planner")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--stage", help="copy the built kernels into this folder too")
     args = ap.parse_args()
     plans = [Plan.from_dict(r["plan"]) for f in args.from_bench for c in json.loads(Path(f).read_text())["cases"]
              for r in c.get("plans", []) if r.get("plan")]
@@ -62,6 +65,12 @@ def main() -> int:
     results = build_all(plans, args.jobs)
     failed = [(p.case_id, p.strategy, err[:200]) for p, (art, err) in zip(plans, results, strict=True) if art is None]
     print(f"{len(plans)} plans, {len(plans) - len(failed)} built in {time.time() - t0:.0f} s; failed: {failed}")
+    if args.stage:
+        Path(args.stage).mkdir(parents=True, exist_ok=True)
+        built = {art for art, _err in results if art}
+        for art in built:
+            shutil.copy2(art, args.stage)
+        print(f"{len(built)} kernels staged in {args.stage}")
     return 1 if failed else 0
 
 
