@@ -21,15 +21,17 @@ PLAN_FILES = ("results/h200/plans_final_gemm_chains.json", "results/h200/plans_f
 VARIANTS = {"fragments": (False, False), "staged store": (True, False), "staged store + red": (True, True)}
 
 
-def plans() -> list[tuple[str, dict]]:
-    """(case, plan dict) of every unfused gemm_wgmma plan in the frozen final-run plan lists."""
+def unfused_wgmma(pd: dict) -> bool:
+    return pd["strategy"] == "unfused" and pd.get("instruction") == "wgmma"
+
+
+def plans(want=unfused_wgmma) -> list[tuple[str, dict]]:
+    """(case, plan dict) of every plan in the frozen final-run plan lists that `want` accepts (by
+    default the unfused gemm_wgmma ones)."""
     out = []
     for f in PLAN_FILES:
         for case, rows in json.loads(Path(f).read_text()).items():
-            for r in rows:
-                pd = r.get("plan", r)
-                if pd["strategy"] == "unfused" and pd.get("instruction") == "wgmma":
-                    out.append((case, pd))
+            out += [(case, r.get("plan", r)) for r in rows if want(r.get("plan", r))]
     return out
 
 
