@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fusesim.capability import can_build
 from fusesim.codegen import generate
-from fusesim.gpu.ncu import METRICS, _summed, so_kernel_stem
+from fusesim.gpu.ncu import METRICS, SMEM_METRICS, SMEM_OPS, _summed, smem_compact, smem_table, so_kernel_stem
 from fusesim.gpu.sanitize import TOOLS, family_plans
 
 
@@ -34,3 +34,19 @@ def test_ncu_rows_map_to_their_plan_by_kernel_name() -> None:
     launches = [{"name": n, **{m: 10.0 * (i + 1) for m in METRICS}} for i, n in enumerate(names)]
     got = _summed([k for k in launches if k["name"].endswith(stem)], "cmd")
     assert got["dram__bytes_read.sum"] == 30.0 and got["kernels"] == names
+
+
+def test_smem_audit_reports_conflict_share_and_cost_per_family() -> None:
+    """`ncu --smem`'s table: a fused_wgmma kernel whose stores take twice their ideal wavefronts shows a
+    0.50 conflict share for st, and the conflicts' cost as a share of its duration (1,980 conflict wavefronts
+    per SM at 1.98 GHz = 1 us of a 10 us kernel: 10%)."""
+    plan = family_plans()["fused_wgmma (exchange shuffle reduce), cluster 8"]
+    wave_st, conf_st = SMEM_OPS["st"]
+    k = {m: 0.0 for m in SMEM_METRICS} | {"name": "fs_fused_x", wave_st: 2.0 * 1980 * 132, conf_st: 1980.0 * 132,
+                                        "gpu__time_duration.sum": 10_000.0}
+    row = {"strategy": plan.strategy, "summary": plan.summary(), "plan": plan.to_dict(), "time": {},
+           "ncu_smem": {"per_kernel": [k]}, "verify": {"ok": True}}
+    doc = smem_compact({"cases": [{"case": "t", "plans": [row, {"strategy": "smem"}]}], "ncu_smem": {"what": "x"}})
+    assert len(doc["cases"][0]["plans"]) == 1 and "verify" not in doc["cases"][0]["plans"][0]
+    line = next(x for x in smem_table(doc) if x.startswith("fused_wgmma fused"))
+    assert "0.50 0.50" in line and "10.00%" in line

@@ -6,10 +6,14 @@ caches between replays: cold L2). For an unfused plan the two kernels' counters 
     python3 -m fusesim.gpu.ncu --from BENCH.json G3,G4 OUT.json   # best plan of some cases
     python3 -m fusesim.gpu.ncu --all BENCH.json OUT.json [smem,dsm]  # every verified plan, one ncu run
     python3 -m fusesim.gpu.ncu --detail BENCH.json G1,G3 OUT.txt     # stall reasons etc. of the best plan
+    python3 -m fusesim.gpu.ncu --smem BENCH.json OUT.json [smem,dsm]  # shared-memory bank conflicts, every plan
 
 `--all` profiles every verified plan of a bench JSON (same machine: its .so paths exist) in ONE ncu
 process (one child launches each kernel once, kernels are told apart by name) and writes the bench
-JSON again with an `ncu` block on each profiled plan row, which `fusesim validate` reads.
+JSON again with an `ncu` block on each profiled plan row, which `fusesim validate` reads. `--smem`
+does the same with the LSU shared-memory counters (wavefronts and bank conflicts of ld/st.shared;
+wgmma operand reads and TMA / bulk-copy writes do not go through the LSU pipe) in an `ncu_smem` block,
+and prints them per template family: an audit for bank conflicts the templates should not have.
 """
 
 from __future__ import annotations
@@ -25,6 +29,19 @@ from typing import Any
 
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum",
            "l1tex__m_xbar2l1tex_read_bytes_mem_dshared.sum", "gpu__time_duration.sum")
+# shared-memory (wavefronts, bank conflicts) per LSU access kind: ld/st.shared, ldmatrix (the mma.sync
+# operands) and cp.async's SMEM writes (ldgsts); TMA copies and wgmma's operand reads bypass the LSU pipe
+SMEM_OPS = {
+    "ld": ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+           "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"),
+    "st": ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+           "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"),
+    "ldsm": ("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum",
+             "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum"),
+    "ldgsts": ("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum",
+               "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"),
+}
+SMEM_METRICS = (*(m for pair in SMEM_OPS.values() for m in pair), "gpu__time_duration.sum")
 
 
 def _to_bytes(value: str, unit: str) -> float:
@@ -34,12 +51,12 @@ def _to_bytes(value: str, unit: str) -> float:
     return v * scale.get(unit, 1)
 
 
-def _ncu_cmd(exe: str, child: list[str]) -> list[str]:
-    return [exe, "--clock-control", "none", "--kernel-name", "regex:fs_", "--metrics", ",".join(METRICS),
+def _ncu_cmd(exe: str, child: list[str], metrics: tuple[str, ...] = METRICS) -> list[str]:
+    return [exe, "--clock-control", "none", "--kernel-name", "regex:fs_", "--metrics", ",".join(metrics),
             "--csv", "--page", "raw", sys.executable, "-m", "fusesim.gpu.ncu", *child]
 
 
-def _run_ncu(cmd: list[str], timeout_s: int) -> tuple[list[dict[str, Any]], str]:
+def _run_ncu(cmd: list[str], timeout_s: int, metrics: tuple[str, ...] = METRICS) -> tuple[list[dict[str, Any]], str]:
     """One ncu process -> per kernel launch {name, metric: value in bytes/ns}, or ([], error)."""
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
     text = res.stdout
@@ -54,17 +71,17 @@ def _run_ncu(cmd: list[str], timeout_s: int) -> tuple[list[dict[str, Any]], str]
             continue
         rec = dict(zip(header, r, strict=True))
         vals: dict[str, Any] = {"name": rec.get("Kernel Name", "")}
-        for m in METRICS:
+        for m in metrics:
             if m in rec and rec[m] not in ("", "n/a"):
                 vals[m] = _to_bytes(rec[m], units[header.index(m)])
         out.append(vals)
     return out, ""
 
 
-def _summed(launches: list[dict[str, Any]], command: str) -> dict[str, Any]:
-    out: dict[str, Any] = {m: sum(k.get(m, 0.0) for k in launches) for m in METRICS}
+def _summed(launches: list[dict[str, Any]], command: str, metrics: tuple[str, ...] = METRICS) -> dict[str, Any]:
+    out: dict[str, Any] = {m: sum(k.get(m, 0.0) for k in launches) for m in metrics}
     out["kernels"] = [k["name"] for k in launches]
-    out["per_kernel"] = [{m: k[m] for m in ("name", *METRICS) if m in k} for k in launches]
+    out["per_kernel"] = [{m: k[m] for m in ("name", *metrics) if m in k} for k in launches]
     out["command"] = command
     return out
 
@@ -131,9 +148,10 @@ def so_kernel_stem(so: str) -> str:
     return Path(so).stem.rsplit("_", 1)[0]
 
 
-def _all_from_bench(bench_json: str, out: str, strategies: tuple[str, ...], work: Path) -> int:
+def _all_from_bench(bench_json: str, out: str, strategies: tuple[str, ...], work: Path,
+                    metrics: tuple[str, ...] = METRICS, block: str = "ncu") -> int:
     """ncu every verified plan of `strategies` in a bench JSON in one ncu process; write it back with
-    an `ncu` block per profiled plan row. Kernels are rebuilt from the recorded plans (a cache hit
+    a `block` (`ncu`) per profiled plan row. Kernels are rebuilt from the recorded plans (a cache hit
     when the run carries prebuilt kernels), so a bench JSON measured on another machine works too."""
     from fusesim.codegen import generate
     from fusesim.codegen.build import build
@@ -151,8 +169,8 @@ def _all_from_bench(bench_json: str, out: str, strategies: tuple[str, ...], work
     work.mkdir(parents=True, exist_ok=True)
     spec = work / "ncu_many.json"
     spec.write_text(json.dumps([{"so": r["so"], "chain": c["chain"]} for c, r in rows]))
-    cmd = _ncu_cmd(exe, ["--launch-many", str(spec)])
-    launches, err = _run_ncu(cmd, 540)
+    cmd = _ncu_cmd(exe, ["--launch-many", str(spec)], metrics)
+    launches, err = _run_ncu(cmd, 540, metrics)
     if err:
         print(err)
         return 1
@@ -162,12 +180,12 @@ def _all_from_bench(bench_json: str, out: str, strategies: tuple[str, ...], work
         stem = so_kernel_stem(r["so"])
         mine = [k for k in launches if k["name"].endswith(stem)]
         if mine:
-            r["ncu"] = _summed(mine, command)
+            r[block] = _summed(mine, command, metrics)
             done += 1
-            print(c["case"], r["strategy"], r.get("summary", ""), {m: round(r["ncu"][m]) for m in METRICS}, flush=True)
+            print(c["case"], r["strategy"], r.get("summary", ""), {m: round(r[block][m]) for m in metrics}, flush=True)
     from fusesim.gpu.env import environment
 
-    doc["ncu"] = {"what": f"Nsight Compute counters of every verified {'/'.join(strategies)} plan (cold L2)",
+    doc[block] = {"what": f"Nsight Compute counters of every verified {'/'.join(strategies)} plan (cold L2)",
                   "plans_profiled": done, "command": command, "env": environment()}
     Path(out).write_text(json.dumps(doc, indent=1))
     print(f"{done}/{len(rows)} plans profiled -> {out}")
@@ -224,12 +242,61 @@ def _from_bench(bench_json: str, cases: list[str], out: str, work: Path) -> int:
     return 0
 
 
+def smem_compact(doc: dict[str, Any]) -> dict[str, Any]:
+    """The `--smem` result without the bench's other blocks: per case its profiled plans (summary, plan,
+    measured time, `ncu_smem`), the run's `ncu_smem` header and the bench it read."""
+    cases = [{"case": c["case"], "plans": [{k: r.get(k) for k in ("strategy", "summary", "plan", "time", "ncu_smem")}
+                                           for r in c.get("plans", []) if "ncu_smem" in r]}
+             for c in doc.get("cases", [])]
+    return {"ncu_smem": doc.get("ncu_smem"), "bench": {k: doc.get(k) for k in ("workload", "hw", "env")}, "cases": cases}
+
+
+def smem_table(doc: dict[str, Any], sm_count: int = 132, clock_mhz: float = 1980.0) -> list[str]:
+    """Per template family and kernel (gemm0 / gemm1 / fused): per LSU access kind the bank-conflict share
+    of its shared-memory wavefronts (conflicts / wavefronts; median and max over the plans), and what all
+    conflict wavefronts would cost if nothing hid them (one wavefront per SM-cycle over `sm_count` SMs at
+    `clock_mhz`, the H200's) as a share of the kernel's duration (median, max and its plan)."""
+    from statistics import median
+
+    from fusesim.plan import Plan
+
+    dur = SMEM_METRICS[-1]
+    groups: dict[str, list[tuple[dict[str, float], float, str]]] = {}
+    for c in doc.get("cases", []):
+        for r in c.get("plans", []):
+            if "ncu_smem" not in r or not r.get("plan"):
+                continue
+            plan = Plan.from_dict(r["plan"])
+            fam = ("gemm_wgmma" if plan.instruction == "wgmma" else "gemm") if plan.strategy == "unfused" else (
+                "fused_wgmma" if plan.instruction == "wgmma" else "fused")
+            for k in r["ncu_smem"].get("per_kernel", []):
+                role = k["name"].split("_")[1] if k["name"].count("_") > 1 else "?"
+                share = {op: (k.get(cm, 0.0) / k[wm] if k.get(wm) else 0.0) for op, (wm, cm) in SMEM_OPS.items()}
+                conflicts = sum(k.get(cm, 0.0) for _wm, cm in SMEM_OPS.values())
+                cost = conflicts / sm_count / (clock_mhz / 1e3) / k[dur] if k.get(dur) else 0.0
+                groups.setdefault(f"{fam} {role}", []).append((share, cost, f"{c['case']} {r.get('summary', '')}"))
+    out = ["family kernel        n | conflicts / wavefronts, median max: " + ", ".join(SMEM_OPS)
+           + " | conflicts' share of the time: median max (plan)"]
+    for name, vals in sorted(groups.items()):
+        worst = max(vals, key=lambda v: v[1])
+        ops = ", ".join(f"{median(v[0][op] for v in vals):.2f} {max(v[0][op] for v in vals):.2f}" for op in SMEM_OPS)
+        out.append(f"{name:20s} {len(vals):3d} | {ops} | {100 * median(v[1] for v in vals):.2f}% "
+                   f"{100 * worst[1]:.2f}% ({worst[2][:48]})")
+    return out
+
 if __name__ == "__main__":
     if sys.argv[1] == "--launch-many":
         sys.exit(_launch_many(sys.argv[2]))
     if sys.argv[1] == "--all":
         strat = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else ("unfused", "smem", "dsm")
         sys.exit(_all_from_bench(sys.argv[2], sys.argv[3], strat, Path("/tmp/ncu_work")))
+    if sys.argv[1] == "--smem":
+        strat = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else ("unfused", "smem", "dsm")
+        rc = _all_from_bench(sys.argv[2], sys.argv[3], strat, Path("/tmp/ncu_work"), SMEM_METRICS, "ncu_smem")
+        audit = smem_compact(json.loads(Path(sys.argv[3]).read_text()))
+        Path(sys.argv[3]).write_text(json.dumps(audit, indent=1))
+        print("\n".join(smem_table(audit)))
+        sys.exit(rc)
     if sys.argv[1] == "--detail":
         sys.exit(_detail(sys.argv[2], sys.argv[3].split(","), sys.argv[4], Path("/tmp/ncu_work")))
     if sys.argv[1] == "--from":
