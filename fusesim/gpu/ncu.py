@@ -11,9 +11,10 @@ caches between replays: cold L2). For an unfused plan the two kernels' counters 
 `--all` profiles every verified plan of a bench JSON (same machine: its .so paths exist) in ONE ncu
 process (one child launches each kernel once, kernels are told apart by name) and writes the bench
 JSON again with an `ncu` block on each profiled plan row, which `fusesim validate` reads. `--smem`
-does the same with the LSU shared-memory counters (wavefronts and bank conflicts of ld/st.shared;
-wgmma operand reads and TMA / bulk-copy writes do not go through the LSU pipe) in an `ncu_smem` block,
-and prints them per template family: an audit for bank conflicts the templates should not have.
+does the same with the LSU shared-memory counters (wavefronts and bank conflicts of ld/st.shared,
+ldmatrix and cp.async's SMEM writes; wgmma operand reads and TMA / bulk-copy writes do not go through
+the LSU pipe), writes the plans with an `ncu_smem` block only (`smem_compact`) and prints them per
+template family (`smem_table`): an audit for bank conflicts the templates should not have.
 """
 
 from __future__ import annotations
@@ -283,6 +284,7 @@ def smem_table(doc: dict[str, Any], sm_count: int = 132, clock_mhz: float = 1980
         out.append(f"{name:20s} {len(vals):3d} | {ops} | {100 * median(v[1] for v in vals):.2f}% "
                    f"{100 * worst[1]:.2f}% ({worst[2][:48]})")
     return out
+
 
 if __name__ == "__main__":
     if sys.argv[1] == "--launch-many":
