@@ -10,7 +10,10 @@ stored, inter_cluster_reduce done) and the block's end (after the exit cluster b
 reference once, then launched after an L2 flush (as fusesim bench times it) 7 times. Per plan it
 prints the median block's first-data latency, its GEMM0 and GEMM1 time per stage (from the first to
 the last job of each GEMM, over jobs - 1), the exchange gap and the tail, step by step. The same numbers come
-from the simulator for comparison (`--sim`, on a machine with fusesim's dependencies).
+from the simulator for comparison (`--sim`, on a machine with fusesim's dependencies). The median
+launch's per-block marks are kept too (`blocks`), with `skew`: per mark, the median over clusters of the
+latest block's lead over the cluster's median block, which a cluster barrier after that mark waits out
+(added 2026-12-04 22:00 UTC for a model of cluster-barrier skew; not yet run on a GPU: no device was lent).
 
     python3 scripts/probe_fused_wgmma_stages.py OUT.json CASE:INDEX ...   (on the GPU machine)
     python3 scripts/probe_fused_wgmma_stages.py --sim OUT.json [HW.yaml]  (here: next to the simulator's)
@@ -110,6 +113,31 @@ def block_summary(row: list[int], kt0: int, t_ref: int) -> dict[str, float]:
             "tail": end - (g1[-1] if g1 else g0_done), "end": end, "jobs": n}
 
 
+def block_marks(row: list[int], kt0: int, t_ref: int) -> dict[str, float]:
+    """One block's stamps as times (us from the launch's first block entry), for skew between blocks:
+    entry, first data, GEMM0's last wgmma, GEMM1's first and last data, the tail marks it has, end."""
+    n = row[4]
+    at = {"entry": row[0], "first_data": row[5] if n else 0, "g0_done": row[1],
+          "g1_first": row[5 + kt0] if n > kt0 else 0, "g1_last": row[5 + n - 1] if n > kt0 else 0,
+          **{name: row[5 + MAX_JOBS + i] for i, name in enumerate(TAIL)}, "end": row[2]}
+    return {k: (v - t_ref) / 1e3 for k, v in at.items() if v} | {"sm": row[3]}
+
+
+def cluster_skew(blocks: list[dict[str, float]], cluster: int) -> dict[str, float]:
+    """Per mark, the median over clusters of (latest block - median block) within a cluster: how long a
+    barrier right after that mark waits for the cluster's slowest block beyond the typical one."""
+    out = {}
+    for key in ("first_data", "g0_done", "g1_first", "g1_last", *TAIL, "end"):
+        spreads = []
+        for c0 in range(0, len(blocks), max(cluster, 1)):
+            ts = [b[key] for b in blocks[c0:c0 + cluster] if key in b]
+            if len(ts) == max(cluster, 1):
+                spreads.append(max(ts) - statistics.median(ts))
+        if spreads:
+            out[key] = statistics.median(spreads)
+    return out
+
+
 def summarize(blocks: list[dict[str, float]]) -> dict[str, float]:
     keys = [k for k in blocks[0] if k != "jobs" and all(k in b for b in blocks)]
     out = {k: statistics.median(b[k] for b in blocks) for k in keys}
@@ -141,16 +169,21 @@ def device(out: Path, picks: list[str]) -> int:
         kern, ver = load_verified(plan, src.name + "_stages", instrument(src.code))
         grid = plan.kernels[0].grid_blocks
         kt0 = source_kt0(src.code)
-        reps = []
+        reps, marks = [], []
         for _ in stamped_launches(kern, host):
             rows = [[host[b * width + i] for i in range(width)] for b in range(grid)]
             t_ref = min(r[0] for r in rows)
             reps.append(summarize([block_summary(r, kt0, t_ref) for r in rows]))
-        reps.sort(key=lambda r: r["end_max"])
-        med = reps[len(reps) // 2]
+            marks.append([block_marks(r, kt0, t_ref) for r in rows])
+        order = sorted(range(len(reps)), key=lambda i: reps[i]["end_max"])
+        med = reps[order[len(order) // 2]]
+        blocks = marks[order[len(order) // 2]]
         result["plans"][pick] = {"plan": plan.to_dict(), "measured_us": entry["us"], "verify": ver, "kt0": kt0,
-                                 "median_rep": med, "reps": reps}
+                                 "median_rep": med, "reps": [reps[i] for i in order], "blocks": blocks,
+                                 "skew": cluster_skew(blocks, plan.kernels[0].cluster_size)}
         print(f"{pick:6s} ok={ver.get('ok')} " + line(med), flush=True)
+        print("       skew (max - median within a cluster, us): " + ", ".join(
+            f"{k} {v:.2f}" for k, v in result["plans"][pick]["skew"].items()), flush=True)
     out.write_text(json.dumps(result, indent=1))
     return 0
 
