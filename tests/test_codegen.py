@@ -6,8 +6,10 @@ representative plan per family and dsm_comm form, in parallel, through the sourc
 
 from __future__ import annotations
 
+import json
 import shutil
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -24,7 +26,7 @@ from fusesim.capability import (
 from fusesim.codegen import CannotBuild, generate, safe_name
 from fusesim.codegen.handplans import candidates, fused, representative_plans, unfused, unfused_wgmma
 from fusesim.gpu.oddshapes import _ffn
-from fusesim.plan import ClusterShape, Tiles
+from fusesim.plan import ClusterShape, Plan, Tiles
 from fusesim.planner import footprint
 from fusesim.workload import Chain, ConvGeom
 
@@ -254,6 +256,30 @@ def test_every_template_family_compiles_for_sm90a(tmp_path, monkeypatch):
     blob = tmp_path / "fake.so"
     blob.write_bytes(b"\x7fELF host object" + b"\0" * 64 + FATBIN_MAGIC + b"\0" * 60 + art.read_bytes())
     assert code_bytes(blob) == code_bytes(art)
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_fused_wgmma_e_partial_swizzle_compiles_for_every_row_width(tmp_path, monkeypatch):
+    """fused_wgmma's E partial rows are swizzled in one of three forms by their 32-byte chunk count (a multiple
+    of 4, 2 more than one, odd: none): a reduce-scatter plan of the final run of each form compiles for sm_90a."""
+    from fusesim.codegen.build import build
+
+    monkeypatch.setenv("FUSESIM_CACHE", str(tmp_path))
+    picks: dict[str, Plan] = {}
+    for f in sorted((Path(__file__).resolve().parents[1] / "results" / "h200").glob("plans_final_*.json")):
+        for rows in json.loads(f.read_text()).values():
+            for r in rows:
+                plan = Plan.from_dict(r.get("plan", r))
+                if plan.instruction == "wgmma" and plan.strategy != "unfused" and plan.cluster.reduce > 1:
+                    chunks = plan.tiles.block_l // plan.cluster.reduce // 8
+                    picks.setdefault("4k" if chunks % 4 == 0 else "4k+2" if chunks % 2 == 0 else "odd", plan)
+    assert set(picks) == {"4k", "4k+2", "odd"}
+    with ThreadPoolExecutor(max_workers=2) as ex:
+        srcs = {form: generate(plan) for form, plan in picks.items()}
+        assert all("eswz(row, col % SLICE_L)" in src.code for src in srcs.values())
+        for form, art in zip(srcs, ex.map(lambda s: build(s, mode="cubin"), srcs.values()), strict=True):
+            assert art.exists() and art.stat().st_size > 0, form
 
 
 def test_planner_picks_a_buildable_wgmma_unfused_plan_with_split_k():
