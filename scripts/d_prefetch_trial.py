@@ -17,9 +17,7 @@ producer's last weight tile, and fusesim.codegen's `_d_prefetch`), which this sc
 
 from __future__ import annotations
 
-import sys
-
-from store_trial import build_only, codegen_variants, measure, stage
+from store_trial import codegen_variants, trial_main
 
 VARIANTS = {"off": 0, "16 MiB": 16 << 20, "48 MiB": 48 << 20}
 MIN_D_BYTES = 2 << 20
@@ -36,11 +34,7 @@ def keep(plan) -> bool:
 
 
 def main() -> int:
-    if sys.argv[1:] == ["--build-only"]:
-        return build_only(list(sources()))
-    if sys.argv[1:2] == ["--stage"]:
-        return stage(sources(), sys.argv[2])
-    return measure(list(sources()), "off", sys.argv[1], __doc__.splitlines()[0], VARIANTS)
+    return trial_main(sources, "off", __doc__, VARIANTS)
 
 
 if __name__ == "__main__":

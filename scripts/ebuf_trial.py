@@ -12,9 +12,7 @@ then timed in turn (CUDA events, L2 flushed, median of 50, twice). Writes JSON t
 
 from __future__ import annotations
 
-import sys
-
-from store_trial import build_only, measure, plans, stage
+from store_trial import plans, trial_main
 
 SWIZZLE = "constexpr int E_SWZ_MASK = E_CHUNKS % 4 == 0 ? 3 : (E_CHUNKS % 2 == 0 ? 1 : 0);"
 VARIANTS = {"plain rows": SWIZZLE.replace("E_CHUNKS % 4 == 0 ? 3 : (E_CHUNKS % 2 == 0 ? 1 : 0)", "0"), "swizzled": SWIZZLE}
@@ -40,11 +38,7 @@ def sources():
 
 
 def main() -> int:
-    if sys.argv[1:] == ["--build-only"]:
-        return build_only(list(sources()))
-    if sys.argv[1:2] == ["--stage"]:
-        return stage(sources(), sys.argv[2])
-    return measure(list(sources()), "plain rows", sys.argv[1], __doc__.splitlines()[0], VARIANTS)
+    return trial_main(sources, "plain rows", __doc__, VARIANTS)
 
 
 if __name__ == "__main__":

@@ -19,15 +19,15 @@ persistent kernel and its flags, fusesim.codegen.GEMM_PERSISTENT), which this sc
 
 from __future__ import annotations
 
-import sys
-
-from store_trial import build_only, codegen_variants, measure, stage
+from store_trial import codegen_variants, trial_main
 
 VARIANTS = {"two kernels": False, "persistent": True}
 
 
-def sources(only: set[str] | None = None):
-    """(case, plan, {variant: Source}) of the plans the persistent form supports."""
+def sources(cases: str | None = None):
+    """(case, plan, {variant: Source}) of the plans the persistent form supports (of `cases`, a
+    comma-separated list, when given)."""
+    only = set(cases.split(",")) if cases else None
     return codegen_variants("GEMM_PERSISTENT", VARIANTS, lambda plan: supported(plan, only), patched="GEMM_PERSISTENT")
 
 
@@ -44,12 +44,7 @@ def supported(plan, only: set[str] | None) -> bool:
 
 
 def main() -> int:
-    if sys.argv[1:] == ["--build-only"]:
-        return build_only(list(sources()))
-    if sys.argv[1:2] == ["--stage"]:
-        return stage(sources(), sys.argv[2])
-    only = set(sys.argv[2].split(",")) if len(sys.argv) > 2 else None
-    return measure(list(sources(only)), "two kernels", sys.argv[1], __doc__.splitlines()[0], VARIANTS)
+    return trial_main(sources, "two kernels", __doc__, VARIANTS)
 
 
 if __name__ == "__main__":

@@ -219,7 +219,7 @@ def simulated(plan_dict: dict, hw_path: str) -> dict[str, float]:
     first_sm = min(e["tid"] for e in spans)
     mma = sorted(e["ts"] for e in spans if e["tid"] == first_sm and e["name"] == "mma")
     start_us, end_us = res.kernels[-1]["start_ns"] / 1e3, res.kernels[-1]["end_ns"] / 1e3
-    g0, g1 = mma[:kt0], mma[kt0:kt0 + max(len(mma) - kt0, 0)]
+    g0, g1 = mma[:kt0], mma[kt0:]
 
     def per(v: list[float]) -> float:
         return (v[-1] - v[0]) / (len(v) - 1) if len(v) > 1 else 0.0

@@ -132,11 +132,20 @@ def measure(items, base: str, out: str, what: str, variants: dict) -> int:
     return 0
 
 
-def main() -> int:
-    if sys.argv[1:] == ["--build-only"]:
+def trial_main(sources, base: str, doc: str, variants: dict) -> int:
+    """A trial script's command line: `--build-only` or `--stage DIR` here (the kernels of every variant
+    of `sources()`), or `OUT.json [ARG]` on the GPU machine (`measure` against the `base` variant;
+    ARG, if any, goes to `sources`)."""
+    argv = sys.argv[1:]
+    if argv == ["--build-only"]:
         return build_only(list(sources()))
-    return measure(sources(), "fragments", sys.argv[1], __doc__.splitlines()[0],
-                   {n: list(v) for n, v in VARIANTS.items()})
+    if argv[:1] == ["--stage"]:
+        return stage(sources(), argv[1])
+    return measure(list(sources(*argv[1:])), base, argv[0], doc.splitlines()[0], variants)
+
+
+def main() -> int:
+    return trial_main(sources, "fragments", __doc__, {n: list(v) for n, v in VARIANTS.items()})
 
 
 if __name__ == "__main__":
