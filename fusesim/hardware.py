@@ -8,7 +8,8 @@ co-resident clusters follows (a cluster must fit inside one GPC).
 
 from __future__ import annotations
 
-from functools import cached_property
+import math
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,7 +35,8 @@ _NO_PROVENANCE = {"name", "description", "provenance"}
 # Optional simulator fields (default None: the simulator's built-in behaviour). A config that sets one
 # must give its provenance; one that leaves it out needs none and keeps its fingerprint.
 _OPTIONAL = {"cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_async_refill_ns",
-             "kernel_start_us", "l2_reduction_bandwidth_gbps", "graph_kernel_gap_us", "fused_wgmma_stage_ns",
+             "kernel_start_us", "l2_reduction_bandwidth_gbps", "graph_kernel_gap_us", "wgmma_stage_handshake_ns",
+             "cluster_barrier_skew_ns", "dsm_bulk_bandwidth_gbps_per_sm",
              "l2_reuse_bytes", "l2_evict_first_bytes", "tma_refill_ns",
              "inter_cluster_ticket_ns", "l2_fragment_reduction_gbps_per_sm", "l2_fragment_reduction_bandwidth_gbps",
              "l2_row_reduction_gbps_per_sm", "l2_row_reduction_bandwidth_gbps", "pdl_release_us", "im2col_decode_ns",
@@ -42,7 +44,23 @@ _OPTIONAL = {"cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_asy
 
 
 SMEM_RESERVED_PER_BLOCK = 1024  # bytes of an SM's shared memory the driver reserves for each resident block
-MAX_REFILL_NS = 1000.0  # bound on cp_async_refill_ns, tma_refill_ns, fused_wgmma_stage_ns: work within one stage
+MAX_REFILL_NS = 1000.0  # bound on cp_async_refill_ns, tma_refill_ns, wgmma_stage_handshake_ns: work within one stage
+MAX_BARRIER_SKEW_NS = 1000.0  # bound on cluster_barrier_skew_ns: blocks of one gang-launched cluster drift apart
+# by a fraction of a microsecond between barriers (per-block timelines, results/h200/probe_fused_wgmma_*.json)
+
+
+@cache
+def expected_max_normal(n: int) -> float:
+    """E[max of n independent standard normals] (0 for one): the integral of 1 - Phi(x)^n over x >= 0
+    less that of Phi(x)^n over x < 0, by the midpoint rule (n = 2: 0.564, 4: 1.029, 8: 1.424, 16: 1.766)."""
+    if n <= 1:
+        return 0.0
+    step, total = 1e-3, 0.0
+    for i in range(-8000, 8000):
+        x = (i + 0.5) * step
+        cdf = 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+        total += (1.0 - cdf**n if x >= 0 else -(cdf**n)) * step
+    return total
 
 
 class TensorRates(BaseModel):
@@ -74,6 +92,9 @@ class Hardware(BaseModel):
     tensor_tflops: dict[InstructionFamily, TensorRates] = Field(min_length=1)
     dsm_push_bandwidth_gbps_per_sm: dict[int, PositiveFloat] = Field(default_factory=dict)
     dsm_pull_bandwidth_gbps_per_sm: dict[int, PositiveFloat] = Field(default_factory=dict)
+    # bulk copies into a peer's SMEM (cp.async.bulk shared::cluster, fused_wgmma's shuffle and
+    # reduce-scatter slices) per sending SM, by cluster size (None: at the push bandwidth)
+    dsm_bulk_bandwidth_gbps_per_sm: dict[int, PositiveFloat] | None = None
     dsm_latency_ns: dict[int, PositiveFloat] = Field(default_factory=dict)
     cluster_barrier_ns: dict[int, PositiveFloat] = Field(default_factory=dict)
     l2_bytes: PositiveInt
@@ -100,9 +121,13 @@ class Hardware(BaseModel):
     # one thread spends decoding one 16-byte copy's row and filter tap (four constant divisions, bounds),
     # serial with its warp's MMAs since the same warps issue the copies (None: 0)
     im2col_decode_ns: float | None = Field(default=None, ge=0)
-    # the fused_wgmma consumer's shortest pipeline stage: full-barrier wait, wgmma issue, commit,
-    # wait_group 1, empty-barrier arrive (None: a stage takes its tensor or SMEM time only)
-    fused_wgmma_stage_ns: float | None = Field(default=None, ge=0)
+    # a wgmma consumer's shortest pipeline stage by consumer warpgroups (1, 2): full-barrier wait, wgmma
+    # issue, commit, wait_group 1, empty-barrier arrive (None: a stage takes its tensor or SMEM time only)
+    wgmma_stage_handshake_ns: dict[int, PositiveFloat] | None = None
+    # spread of the blocks of a cluster reaching a cluster barrier after work each does on its own: the
+    # barrier waits for the latest of n, cluster_barrier_skew_ns x E[max of n standard normals] beyond
+    # the typical block (None: the blocks of a cluster arrive together)
+    cluster_barrier_skew_ns: float | None = Field(default=None, ge=0)
     # fixed cost of every real kernel beyond an empty kernel's launch (None: 0)
     kernel_start_us: float | None = Field(default=None, ge=0)
     # throughput of the generated kernels' fp32 red.global.add into L2 (None: plain L2 bandwidth)
@@ -180,9 +205,15 @@ class Hardware(BaseModel):
                              "pipeline stage)")
         if self.im2col_decode_ns is not None and self.im2col_decode_ns > MAX_REFILL_NS:
             raise ValueError(f"im2col_decode_ns: larger than {MAX_REFILL_NS} ns (the address arithmetic of one copy)")
-        if self.fused_wgmma_stage_ns is not None and self.fused_wgmma_stage_ns > MAX_REFILL_NS:
-            raise ValueError(f"fused_wgmma_stage_ns: larger than {MAX_REFILL_NS} ns (the instruction work of one "
-                             "pipeline stage)")
+        if self.wgmma_stage_handshake_ns is not None:
+            if sorted(self.wgmma_stage_handshake_ns) != [1, 2]:
+                raise ValueError("wgmma_stage_handshake_ns: needs exactly consumer warpgroups 1 and 2")
+            if max(self.wgmma_stage_handshake_ns.values()) > MAX_REFILL_NS:
+                raise ValueError(f"wgmma_stage_handshake_ns: larger than {MAX_REFILL_NS} ns (the instruction work "
+                                 "of one pipeline stage)")
+        if self.cluster_barrier_skew_ns is not None and self.cluster_barrier_skew_ns > MAX_BARRIER_SKEW_NS:
+            raise ValueError(f"cluster_barrier_skew_ns: larger than {MAX_BARRIER_SKEW_NS} ns (blocks of one "
+                             "cluster drift apart by a fraction of a microsecond between barriers)")
         if self.pdl_release_us is not None and self.pdl_release_us > self.launch_overhead_us + self.kernel_gap_us:
             raise ValueError("pdl_release_us: larger than launch_overhead_us + kernel_gap_us (a dependent launch "
                              "released early cannot wait longer than one launched after the previous kernel)")
@@ -199,6 +230,10 @@ class Hardware(BaseModel):
                     f"{table}: has cluster sizes {keys} but max_cluster_size {self.max_cluster_size} "
                     f"needs exactly {sizes}"
                 )
+        bulk = self.dsm_bulk_bandwidth_gbps_per_sm
+        if bulk is not None and sorted(bulk) != sorted(self.dsm_push_bandwidth_gbps_per_sm):
+            raise ValueError(f"dsm_bulk_bandwidth_gbps_per_sm: has cluster sizes {sorted(bulk)} but the push table "
+                             f"{sorted(self.dsm_push_bandwidth_gbps_per_sm)}")
         missing = [k for k in type(self).model_fields if k not in _NO_PROVENANCE and k not in self.provenance
                    and not (k in _OPTIONAL and getattr(self, k) is None)]
         if missing:
@@ -230,6 +265,18 @@ class Hardware(BaseModel):
     def dsm_bandwidth_gbps(self, cluster_size: int, push: bool = True) -> float:
         table = self.dsm_push_bandwidth_gbps_per_sm if push else self.dsm_pull_bandwidth_gbps_per_sm
         return table[cluster_size]
+
+    def dsm_bulk_gbps(self, cluster_size: int) -> float:
+        """What one SM's bulk copies into peers' SMEM move per second (the push rate when not measured)."""
+        bulk = self.dsm_bulk_bandwidth_gbps_per_sm
+        return bulk[cluster_size] if bulk else self.dsm_bandwidth_gbps(cluster_size)
+
+    def barrier_skew_ns(self, cluster_size: int) -> float:
+        """How long a cluster barrier waits beyond the typical block for the cluster's latest one:
+        cluster_barrier_skew_ns x the expected maximum of `cluster_size` standard normals."""
+        if not self.cluster_barrier_skew_ns or cluster_size <= 1:
+            return 0.0
+        return self.cluster_barrier_skew_ns * expected_max_normal(cluster_size)
 
     def blocks_per_sm(self, smem_bytes: int, threads: int, regs_per_thread: int = 128) -> int:
         """Occupancy: blocks of one kernel that fit on one SM (0 if one block does not fit)."""

@@ -334,26 +334,34 @@ def test_l2bulk_per_sm_rates_are_a_note_and_the_hot_set_rate_is_the_l2_bandwidth
     assert derive({"groups": {"l2": l2}}).values["l2_bandwidth_gbps"] == 9212.0
 
 
-def test_wgmma_stage_is_a_note() -> None:
-    """wgmma_stage: the consumer stage times per tile width and warpgroups are reported, not written
-    (fused_wgmma_stage_ns stays the fitted value: it also stands for costs the stage benchmark has not)."""
+def test_wgmma_stage_handshake() -> None:
+    """wgmma_stage: the n 64 handshake stage per consumer warpgroups becomes wgmma_stage_handshake_ns;
+    every case is in the note; with one warpgroup count missing nothing is written."""
     from fusesim.calibrate.derive import derive
 
-    stage = {"iters": 5000, "n64_wg1_handshake": {"ns_per_stage_median": 139.3},
-             "n64_wg1_wgmma_only": {"ns_per_stage_median": 73.5}, "method": "m"}
+    stage = {"iters": 5000, "ring_stages": 4, "n64_wg1_handshake": {"ns_per_stage_median": 139.34},
+             "n64_wg1_wgmma_only": {"ns_per_stage_median": 73.5}, "n64_wg2_handshake": {"ns_per_stage_median": 175.94},
+             "method": "m"}
     d = derive({"groups": {"wgmma_stage": stage}})
-    assert not d.values
+    assert d.values == {"wgmma_stage_handshake_ns": {1: 139.3, 2: 175.9}}
+    assert "4-stage ring" in d.how["wgmma_stage_handshake_ns"]
     assert any(n.startswith("wgmma_stage") and "n64_wg1_handshake 139.3, n64_wg1_wgmma_only 73.5" in n for n in d.notes)
+    del stage["n64_wg2_handshake"]
+    assert not derive({"groups": {"wgmma_stage": stage}}).values
 
 
-def test_dsm_bulk_is_a_note() -> None:
-    """dsm_bulk: the bulk-copy DSM rates per cluster size and fan-out are reported, not written."""
+def test_dsm_bulk_rate_is_the_all_to_all_case() -> None:
+    """dsm_bulk: every case is in the note; the all-to-all rates (fused_wgmma's shuffle and
+    reduce-scatter send a slice to every peer) become dsm_bulk_bandwidth_gbps_per_sm."""
     from fusesim.calibrate.derive import derive
 
-    cases = [{"cluster_size": 8, "all_to_all": a, "gbps_per_sm": g} for a, g in ((1, 29.6), (0, 29.4))]
-    d = derive({"groups": {"dsm_bulk": {"cases": cases}}})
-    assert not d.values
+    cases = [{"cluster_size": cs, "all_to_all": a, "gbps_per_sm": g}
+             for cs, a, g in ((8, 1, 29.63), (8, 0, 29.4), (2, 1, 29.1), (2, 0, 35.0))]
+    d = derive({"groups": {"dsm_bulk": {"cases": cases, "rounds": 400}}})
+    assert d.values == {"dsm_bulk_bandwidth_gbps_per_sm": {2: 29.1, 8: 29.6}}
     assert any("cs 8 all-to-all 29.6, cs 8 one peer 29.4" in n for n in d.notes)
+    one_peer = derive({"groups": {"dsm_bulk": {"cases": [c for c in cases if not c["all_to_all"]]}}})
+    assert not one_peer.values
 
 
 @pytest.mark.nvcc

@@ -141,3 +141,35 @@ def test_optional_simulator_fields_are_bounded() -> None:
     assert _err(too_long).field == "kernel_start_us"
     too_fast = {**base, "l2_reduction_bandwidth_gbps": base["l2_bandwidth_gbps"] * 2, "provenance": prov}
     assert _err(too_fast).field == "l2_reduction_bandwidth_gbps"
+
+
+def test_barrier_skew_and_stage_handshake_are_bounded() -> None:
+    base = raw("h100_sxm")
+    prov = {**base["provenance"], "cluster_barrier_skew_ns": "x", "wgmma_stage_handshake_ns": "x"}
+    assert _err({**base, "cluster_barrier_skew_ns": 5000.0, "provenance": prov}).field == "cluster_barrier_skew_ns"
+    one_count = {**base, "wgmma_stage_handshake_ns": {1: 139.0}, "provenance": prov}
+    assert _err(one_count).field == "wgmma_stage_handshake_ns"
+    ok = hardware_from_dict({**base, "cluster_barrier_skew_ns": 225.0, "wgmma_stage_handshake_ns": {1: 139.0, 2: 176.0},
+                             "provenance": prov})
+    assert ok.barrier_skew_ns(1) == 0.0
+    assert ok.barrier_skew_ns(16) > ok.barrier_skew_ns(4) > ok.barrier_skew_ns(2) > 0
+
+
+def test_expected_max_of_normals() -> None:
+    """E[max of n standard normals], the order statistics the barrier skew scales with."""
+    from fusesim.hardware import expected_max_normal
+
+    assert expected_max_normal(1) == 0.0
+    for n, value in ((2, 0.5642), (4, 1.0294), (8, 1.4236), (16, 1.7660)):
+        assert expected_max_normal(n) == pytest.approx(value, abs=2e-4)
+
+
+def test_dsm_bulk_table_matches_the_cluster_sizes() -> None:
+    base = raw("h100_sxm")
+    prov = {**base["provenance"], "dsm_bulk_bandwidth_gbps_per_sm": "x"}
+    sizes = sorted(base["dsm_push_bandwidth_gbps_per_sm"])
+    short = {**base, "dsm_bulk_bandwidth_gbps_per_sm": {sizes[0]: 29.0}, "provenance": prov}
+    assert _err(short).field == "dsm_bulk_bandwidth_gbps_per_sm"
+    h = hardware_from_dict({**base, "dsm_bulk_bandwidth_gbps_per_sm": {s: 29.0 for s in sizes}, "provenance": prov})
+    assert h.dsm_bulk_gbps(sizes[-1]) == 29.0
+    assert hardware_from_dict(base).dsm_bulk_gbps(sizes[-1]) == hardware_from_dict(base).dsm_bandwidth_gbps(sizes[-1])

@@ -37,8 +37,9 @@ def hw_variant(base: str = "h100_sxm", max_cluster: int | None = None, **fields:
         raw["max_cluster_size"] = max_cluster
         raw["portable_cluster_size"] = min(raw["portable_cluster_size"], max_cluster)
         for t in ("dsm_push_bandwidth_gbps_per_sm", "dsm_pull_bandwidth_gbps_per_sm", "dsm_latency_ns",
-                  "cluster_barrier_ns"):
-            raw[t] = {k: v for k, v in raw[t].items() if int(k) <= max_cluster}
+                  "cluster_barrier_ns", "dsm_bulk_bandwidth_gbps_per_sm"):
+            if raw.get(t) is not None:
+                raw[t] = {k: v for k, v in raw[t].items() if int(k) <= max_cluster}
     raw.update(fields)
     return hardware_from_dict(raw)
 

@@ -162,12 +162,16 @@ def test_copy_like_gemm_reaches_hbm_bandwidth(hw_name):
 
 @pytest.mark.parametrize("cs", [2, 4, 8, 16])
 def test_dsm_ring_reaches_spec_bandwidth(cs):
+    """A DSM ring alone moves at the push bandwidth in the mma.sync template (st.shared::cluster) and
+    at the bulk-copy rate in fused_wgmma (cp.async.bulk shared::cluster)."""
     h = hw()
-    r = simulate(ex.dsm_ring_plan(h, cluster_size=cs), h)
-    k = r.kernels[0]
-    sms = h.max_active_clusters(cs) * cs
-    per_sm = r.bytes["dsm"] / (k["end_ns"] - k["start_ns"]) / sms
-    assert per_sm == pytest.approx(h.dsm_bandwidth_gbps(cs), rel=0.05)
+    assert h.dsm_bulk_gbps(cs) < 0.97 * h.dsm_bandwidth_gbps(cs)  # the two are told apart below
+    for instruction, rate in (("mma_sync", h.dsm_bandwidth_gbps(cs)), ("wgmma", h.dsm_bulk_gbps(cs))):
+        r = simulate(ex.dsm_ring_plan(h, cluster_size=cs, instruction=instruction), h)
+        k = r.kernels[0]
+        sms = h.max_active_clusters(cs) * cs
+        per_sm = r.bytes["dsm"] / (k["end_ns"] - k["start_ns"]) / sms
+        assert per_sm == pytest.approx(rate, rel=0.01), instruction
 
 
 # ---- determinism -----------------------------------------------------------------------------
@@ -728,3 +732,53 @@ def test_pytorch_chain_has_no_tma_refill_handshake():
     for graph in (False, True):
         assert simulate_torch_chain(plan, base, graph=graph).time_ns == simulate_torch_chain(plan, off, graph=graph).time_ns
     assert simulate(plan, base).time_ns > simulate(plan, off).time_ns
+
+
+def test_cluster_barrier_skew_waits_for_the_latest_block_of_larger_clusters_longer():
+    """A cluster barrier after work each block does on its own waits skew x E[max of n normals] for
+    the cluster's latest block: single-block plans are untouched, bytes never change, a cluster of 16
+    waits longer per barrier than one of 4, and the start barrier (a gang launch) waits nothing more."""
+    from fusesim.hardware import expected_max_normal
+
+    base, skewed = off_and_on("cluster_barrier_skew_ns", 300.0)
+    ch = ex.chain("g", 128, 1024, 512, 512)
+    single = ex.fused_plan(ch, ClusterShape(1, 1, 1, 1), 64, 64, 64, n_split=1, stages=4)
+    assert simulate(single, skewed).time_ns == simulate(single, base).time_ns
+    extra = {}
+    for cs in (4, 16):
+        plan = ex.fused_plan(ch, ClusterShape(1, cs, 1, 1), 64, 1024 // cs, 64, n_split=1, stages=4)
+        assert plan.kernels[0].cluster_size == cs
+        a, b = simulate(plan, base), simulate(plan, skewed)
+        assert b.bytes == a.bytes
+        extra[cs] = b.time_ns - a.time_ns
+        assert extra[cs] >= 300.0 * expected_max_normal(cs) * 0.99  # at least the exit barrier
+    assert extra[16] > extra[4]
+
+
+def test_wgmma_stage_handshake_follows_the_consumer_warpgroups():
+    """fused_wgmma's stage floor is the handshake of its block_m / 64 consumer warpgroups: a plan of
+    128-row tiles (two) follows the two-warpgroup value and ignores the one-warpgroup value."""
+    ch = ex.chain("g", 256, 128, 512, 128)
+    h = hw()
+    wide = ex.fused_plan(ch, ClusterShape(1, 1, 1, 1), 128, 128, 64, n_split=1, stages=4, threads=384)
+    assert wide.n_passes == 1  # the fused_wgmma template's pipeline
+
+    def t(one: float, two: float) -> float:
+        return simulate(wide, h.model_copy(update={"wgmma_stage_handshake_ns": {1: one, 2: two}})).time_ns
+
+    assert t(900.0, 100.0) == pytest.approx(t(100.0, 100.0))
+    assert t(100.0, 900.0) > t(100.0, 100.0) + 8 * 700.0  # every stage of the block waits the handshake
+
+
+def test_fused_wgmma_bulk_copies_move_at_the_bulk_rate():
+    """fused_wgmma's reduce-scatter slices are bulk copies: a lower bulk rate slows the plan, the
+    same bytes; the mma.sync fused kernel's DSM pushes keep the push rate."""
+    base = hw().model_copy(update={"dsm_bulk_bandwidth_gbps_per_sm": None})
+    slow = base.model_copy(update={"dsm_bulk_bandwidth_gbps_per_sm": {cs: 5.0 for cs in base.dsm_push_bandwidth_gbps_per_sm}})
+    ch = ex.chain("g", 128, 1024, 512, 512)
+    wg = ex.fused_plan(ch, ClusterShape(1, 8, 1, 1), 64, 128, 64, n_split=1, stages=4)
+    assert any(s.primitive == "dsm_reduce_scatter" for s in wg.dsm_comm)
+    a, b = simulate(wg, base), simulate(wg, slow)
+    assert b.bytes == a.bytes and b.time_ns > a.time_ns + 1000.0
+    mma = ex.fused_plan(ch, ClusterShape(1, 8, 1, 1), 64, 128, 64, n_split=1, stages=4, instruction="mma_sync")
+    assert simulate(mma, slow).time_ns == simulate(mma, base).time_ns

@@ -414,10 +414,10 @@ def test_hopper_next_is_the_h200_with_bigger_clusters() -> None:
     h200 = read_mapping(ROOT / "hw_configs/h200.yaml")
     nxt = read_mapping(ROOT / "hw_configs/hopper_next.yaml")
     differs = {"name", "description", "provenance", "gpc_sm_counts", "max_cluster_size",
-               "dsm_push_bandwidth_gbps_per_sm", "dsm_pull_bandwidth_gbps_per_sm", "dsm_latency_ns",
-               "cluster_barrier_ns"}
+               "dsm_push_bandwidth_gbps_per_sm", "dsm_pull_bandwidth_gbps_per_sm", "dsm_bulk_bandwidth_gbps_per_sm",
+               "dsm_latency_ns", "cluster_barrier_ns"}
     assert {k: v for k, v in h200.items() if k not in differs} == {k: v for k, v in nxt.items() if k not in differs}
-    for table in differs & {"dsm_push_bandwidth_gbps_per_sm", "dsm_pull_bandwidth_gbps_per_sm", "dsm_latency_ns",
-                            "cluster_barrier_ns"}:
+    for table in differs & {"dsm_push_bandwidth_gbps_per_sm", "dsm_pull_bandwidth_gbps_per_sm",
+                            "dsm_bulk_bandwidth_gbps_per_sm", "dsm_latency_ns", "cluster_barrier_ns"}:
         assert {k: v for k, v in nxt[table].items() if k <= 16} == h200[table]
     assert all(v.startswith("inferred") for v in nxt["provenance"].values())

@@ -495,25 +495,35 @@ def derive(raw: dict[str, Any], known: dict[str, Any] | None = None) -> Derived:
                                                if before else "") + f"by set: {by_set}")
     stage = _group(raw, "wgmma_stage")
     if stage:
-        # a note: the consumer handshake with the data already in SMEM is shorter than the fitted
-        # fused_wgmma_stage_ns, which also stands for what the simulator does not model of those kernels
-        # (first-data latency, the GEMM0 -> GEMM1 transition, the per-SM TMA rate of 64-column tiles:
-        # results/h200/probe_fused_wgmma_stages.json)
         cases = [f"{k} {v['ns_per_stage_median']:.1f}" for k, v in stage.items()
                  if isinstance(v, dict) and _positive(v.get("ns_per_stage_median"))]
         if cases:
             d.notes.append("wgmma_stage (ns per consumer stage, one block per SM on all SMs: full mbarrier wait, 4 x "
                            "wgmma m64nNk16, commit, wait_group 1, empty-barrier arrive; wgmma_only: the wgmmas, commit "
                            "and wait_group 1 alone): " + ", ".join(cases))
+        # the handshake floor: the narrowest tile (n 64), where the stage's wgmmas take half of it
+        hs = {wg: stage.get(f"n64_wg{wg}_handshake", {}).get("ns_per_stage_median") for wg in (1, 2)}
+        if all(_positive(v) for v in hs.values()):
+            d.put("wgmma_stage_handshake_ns", {wg: _r(v, 1) for wg, v in hs.items()},
+                  "wgmma_stage group: a consumer stage of m64n64k16 wgmmas with the data already in SMEM (full "
+                  "mbarrier wait, 4 wgmmas, commit, wait_group 1, empty-barrier arrive), one block per SM on all "
+                  f"SMs, {stage.get('ring_stages', '?')}-stage ring, 1 / 2 consumer warpgroups: "
+                  + ", ".join(cases))
     dbulk = _group(raw, "dsm_bulk")
     if dbulk and isinstance(dbulk.get("cases"), list):
-        # a note: fused_wgmma's shuffle and reduce-scatter are bulk copies; the simulator times them at
-        # the st.shared::cluster push rate (dsm_push_bandwidth_gbps_per_sm)
         cases = [c for c in dbulk["cases"] if _positive(c.get("gbps_per_sm"))]
+        listed = ", ".join(f"cs {c['cluster_size']} {'all-to-all' if c['all_to_all'] else 'one peer'} "
+                           f"{c['gbps_per_sm']:.1f}" for c in cases)
         d.notes.append("dsm_bulk (cp.async.bulk shared::cta -> shared::cluster, (cs-1)/cs of a 64 KiB partial per block "
-                       "and round, GB/s per SM, all-to-all / one peer): " + ", ".join(
-                           f"cs {c['cluster_size']} {'all-to-all' if c['all_to_all'] else 'one peer'} {c['gbps_per_sm']:.1f}"
-                           for c in cases))
+                       "and round, GB/s per SM, all-to-all / one peer): " + listed)
+        # fused_wgmma's shuffle and reduce-scatter send a slice to every peer: the all-to-all rates
+        a2a = {int(c["cluster_size"]): _r(c["gbps_per_sm"], 1) for c in cases if c.get("all_to_all")}
+        if a2a:
+            d.put("dsm_bulk_bandwidth_gbps_per_sm", dict(sorted(a2a.items())),
+                  f"dsm_bulk group, {dbulk.get('rounds', '?')} rounds: every block of every co-resident cluster "
+                  "bulk-copies (cs-1)/cs of a 64 KiB fp32 partial, a slice to each peer (all-to-all, as "
+                  "dsm_reduce_scatter), mbarrier complete_tx on the receiver; clock64 per round of the median block "
+                  "less the same loop without bytes; all cases (GB/s per SM): " + listed)
     pdl = _group(raw, "pdl")
     co = (pdl or {}).get("coresident_pdl", {})
     if _positive(co.get("wait_return_first_from_primary_end_us_median")) and not co.get("stale_reads"):

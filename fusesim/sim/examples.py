@@ -71,12 +71,14 @@ def copy_like_plan(hw: Hardware, m: int = 16384, n: int = 16384, k: int = 64) ->
     return plan.with_(kernels=plan.kernels[:1])
 
 
-def dsm_ring_plan(hw: Hardware, cluster_size: int = 2, bytes_per_round: int = 1 << 20, rounds: int = 64) -> Plan:
-    """A cluster kernel that only runs a dsm_shuffle ring (GEMMs of one 16^3 step): DSM bandwidth alone."""
+def dsm_ring_plan(hw: Hardware, cluster_size: int = 2, bytes_per_round: int = 1 << 20, rounds: int = 64,
+                  instruction: str = "wgmma") -> Plan:
+    """A cluster kernel that only runs a dsm_shuffle ring (GEMMs of one 16^3 step): DSM bandwidth alone
+    (`instruction` "wgmma": fused_wgmma's bulk copies; "mma_sync": the fused template's pushes)."""
     cs = cluster_size
     slots = hw.max_active_clusters(cs)
     ch = chain("dsm_ring", 64 * slots, 16 * cs, 16, 16 * cs)
     cl = ClusterShape(1, cs, 1, cs)
-    plan = fused_plan(ch, cl, 64, 16, 16, n_split=1, stages=1)
+    plan = fused_plan(ch, cl, 64, 16, 16, n_split=1, stages=1, instruction=instruction)
     step = DsmStep("dsm_shuffle", "ring", cs, rounds, bytes_per_round, "dsm")
     return plan.with_(dsm_comm=(step,))

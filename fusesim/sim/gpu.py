@@ -127,6 +127,7 @@ class Cohort:
             self.dsm = FluidServer(self.env, f"dsm{cs}", link * self.sms)
             self.dsm_latency_ns = self.hw.dsm_latency_ns[cs]
             self.barrier_ns = self.hw.cluster_barrier_ns[cs]
+            self.skew_ns = self.hw.barrier_skew_ns(cs)
         self.stages = max(kernel.stages, 1)
         self.window = loads_in_flight(self.hw, family, self.stages)
         self.port = sm_port_bytes_per_ns(self.hw, family)
@@ -273,15 +274,20 @@ class Cohort:
         trips = -(-max(float4s_per_thread, 1) // max(capability.CONVERT_BATCH, 1))
         return self.env.timeout((fixed or 0.0) + (per or 0.0) * trips)
 
-    def dsm_push(self, bytes_per_block: float, pull: bool = False) -> simpy.Event:
+    def dsm_push(self, bytes_per_block: float, pull: bool = False, bulk: bool = False) -> simpy.Event:
         """Remote SMEM traffic on each SM's DSM link: pushes (st.shared::cluster) at the push
-        bandwidth, or pulls (ld.shared::cluster) capped at the lower pull bandwidth. `bytes_per_block`
-        are wire bytes (fusesim.planner.dsm_comm.wire_bytes_per_round: payload plus what the access
-        pattern adds), the bytes the calibration's 16-byte accesses move at the measured bandwidth."""
+        bandwidth, pulls (ld.shared::cluster) capped at the lower pull bandwidth, bulk copies
+        (cp.async.bulk shared::cluster) at the bulk rate. `bytes_per_block` are wire bytes
+        (fusesim.planner.dsm_comm.wire_bytes_per_round: payload plus what the access pattern adds),
+        the bytes the calibration's accesses move at the measured bandwidth."""
         total = bytes_per_block * self.blocks
         self.gpu.dsm_bytes += total
         assert self.dsm is not None
-        cap = self.hw.dsm_bandwidth_gbps(self.cluster_size, push=False) * self.sms if pull else float("inf")
+        cap = float("inf")
+        if pull:
+            cap = self.hw.dsm_bandwidth_gbps(self.cluster_size, push=False) * self.sms
+        elif bulk:
+            cap = self.hw.dsm_bulk_gbps(self.cluster_size) * self.sms
         return self.dsm.transfer(total, cap_bytes_per_ns=cap)
 
     def dsm_step(self, name: str, bytes_per_block: float, pull: bool = False):
@@ -292,7 +298,7 @@ class Cohort:
             return
         start = self.env.now
         yield self.dsm_push(bytes_per_block, pull)
-        yield self.env.timeout(self.dsm_latency_ns + self.barrier_ns)
+        yield self.env.timeout(self.dsm_latency_ns + self.barrier_ns + self.skew_ns)
         if self.trace is not None:
             self.trace.span(self.sm_ids, name, "exchange", start, self.env.now)
 
@@ -306,11 +312,14 @@ class Cohort:
         if self.trace is not None:
             self.trace.span(self.sm_ids, name, "smem", start, self.env.now)
 
-    def cluster_barrier(self, name: str):
+    def cluster_barrier(self, name: str, skew: bool = True):
+        """barrier.cluster arrive + wait: the barrier's cost and, after work each block did on its own
+        (`skew`; not at a kernel's start: a cluster's blocks are launched together), the wait for the
+        cluster's latest block (`Hardware.barrier_skew_ns`)."""
         if self.cluster_size <= 1:
             return
         start = self.env.now
-        yield self.env.timeout(self.barrier_ns)
+        yield self.env.timeout(self.barrier_ns + (self.skew_ns if skew else 0.0))
         if self.trace is not None:
             self.trace.span(self.sm_ids, name, "barrier", start, self.env.now)
 

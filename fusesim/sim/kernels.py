@@ -546,7 +546,7 @@ class FusedCohort(Cohort):
     def consume(self):
         bm, bn, bk = self.bm, self.bn, self.bk
         yield self.env.timeout(params.BLOCK_PROLOGUE_CYCLES * self.hw.cycle_ns)
-        yield from self.cluster_barrier("barrier (peers exist)")
+        yield from self.cluster_barrier("barrier (peers exist)", skew=False)
         nb = len(self._b_tensors(0))
         flops0 = 2 * bm * bn * bk * nb
         flops1 = 2 * bm * self.d_rows * self.sub_l
@@ -713,12 +713,13 @@ class FusedWgmmaCohort(FusedCohort):
                 yield item
 
     def stage_mma(self, flops_per_block: float, smem_bytes_per_block: float = 0.0):
-        """A stage as in Cohort.stage_mma, but never shorter than hw.fused_wgmma_stage_ns: with one
-        or two consumer warpgroups and small tiles the barrier handshakes and wgmma issue of a stage
-        take longer than its tensor time."""
+        """A stage as in Cohort.stage_mma, but never shorter than the consumer's barrier handshakes
+        and wgmma issue (hw.wgmma_stage_handshake_ns for its block_m / 64 consumer warpgroups): with
+        small tiles they take longer than the stage's tensor time."""
         start = self.env.now
         yield from super().stage_mma(flops_per_block, smem_bytes_per_block)
-        rest = (self.hw.fused_wgmma_stage_ns or 0.0) - (self.env.now - start)
+        floor = self.hw.wgmma_stage_handshake_ns or {}
+        rest = floor.get(max(self.bm // 64, 1), 0.0) - (self.env.now - start)
         if rest > 0:
             yield self.env.timeout(rest)
 
@@ -742,7 +743,7 @@ class FusedWgmmaCohort(FusedCohort):
         xbytes = (cl.k - 1) * (2 if self.mode == "sequential" else 1) * bm * bn * 4
         yield from self.smem_rmw("act(C) to SMEM", bm * bn * self.eb + xbytes)
         ring = sum(self._per_chunk("dsm_shuffle")[0])
-        push = self.dsm_push(ring) if ring else None
+        push = self.dsm_push(ring, bulk=True) if ring else None
         start = self.env.now
         kt1 = self.d_steps_per_slice
         # without a reduce-scatter, inter_cluster_reduce red.adds each E sub-tile straight from the
@@ -791,7 +792,7 @@ class FusedWgmmaCohort(FusedCohort):
         if self.dsm is None or bytes_per_block <= 0:
             return
         start = self.env.now
-        yield self.dsm_push(bytes_per_block)
+        yield self.dsm_push(bytes_per_block, bulk=name != "dsm_all_exchange")  # the exchange st.async's
         yield self.env.timeout(self.dsm_latency_ns)
         if self.trace is not None:
             self.trace.span(self.sm_ids, name, "exchange", start, self.env.now)

@@ -17,7 +17,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-CLUSTER_TABLES_BANDWIDTH = ("dsm_push_bandwidth_gbps_per_sm", "dsm_pull_bandwidth_gbps_per_sm")
+CLUSTER_TABLES_BANDWIDTH = ("dsm_push_bandwidth_gbps_per_sm", "dsm_pull_bandwidth_gbps_per_sm",
+                            "dsm_bulk_bandwidth_gbps_per_sm")
 CLUSTER_TABLES_LATENCY = ("dsm_latency_ns", "cluster_barrier_ns")
 
 

@@ -47,7 +47,8 @@ DEFAULT_STRATEGIES = ("unfused", "smem", "dsm")
 DEFAULT_EVALUATOR = "fusesim.sweep.evaluate:evaluate_case"
 # Fields the derive rules maintain; an invalid value there gets a hint to use them.
 DERIVED_FIELDS = {"max_cluster_size", "gpc_sm_counts", "dsm_push_bandwidth_gbps_per_sm",
-                  "dsm_pull_bandwidth_gbps_per_sm", "dsm_latency_ns", "cluster_barrier_ns"}
+                  "dsm_pull_bandwidth_gbps_per_sm", "dsm_bulk_bandwidth_gbps_per_sm", "dsm_latency_ns",
+                  "cluster_barrier_ns"}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
