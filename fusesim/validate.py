@@ -26,6 +26,7 @@ from fusesim.capability import FRAGMENT_EPILOGUE, generator_switches
 from fusesim.errors import InputError
 from fusesim.hardware import Hardware
 from fusesim.plan import Plan
+from fusesim.planner.search import simulated_rank
 
 # measured counter -> simulator byte keys summed (report.measured reads ncu's dram read+write as one)
 COUNTERS = {
@@ -107,6 +108,12 @@ def spearman(xs: list[float], ys: list[float]) -> float:
     return pearson(_rank(xs), _rank(ys))
 
 
+def predicted_best(rows: Sequence[Row]) -> Row:
+    """The row the simulator ranks first, in the planner's order (`planner.search.simulated_rank`)."""
+    return min(rows, key=lambda r: simulated_rank(r.predicted_us * 1e3, r.plan) if r.plan else
+               (round(r.predicted_us * 1e3, 3), 0))
+
+
 def summarize(rows: list[Row]) -> dict[str, Any]:
     if not rows:
         return {"kernels": 0}
@@ -120,7 +127,7 @@ def summarize(rows: list[Row]) -> dict[str, Any]:
             s = spearman([r.predicted_us for r in rs], [r.measured_us for r in rs])
             if not math.isnan(s):
                 spearmans.append(s)
-            pred_best = min(rs, key=lambda r: r.predicted_us)
+            pred_best = predicted_best(rs)
             meas_best = min(rs, key=lambda r: r.measured_us)
             best.append({"case": case, "predicted_best": pred_best.label, "measured_best": meas_best.label,
                          "loss": pred_best.measured_us / meas_best.measured_us - 1.0})

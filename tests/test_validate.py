@@ -11,7 +11,7 @@ from fusesim.capability import codegen_switches
 from fusesim.hardware import load_hardware
 from fusesim.planner import plan_case
 from fusesim.sim import simulate
-from fusesim.validate import join, pearson, spearman, summarize
+from fusesim.validate import Row, join, pearson, spearman, summarize
 from fusesim.workload import load_workload
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,7 +92,7 @@ def test_validate_missing_folder_exit_2(tmp_path: Path) -> None:
 
 
 def test_fit_and_score_halves_never_mix() -> None:
-    from fusesim.validate import FIT, SCORE, Row, best_kernel_start_us, case_split, split_rows
+    from fusesim.validate import FIT, SCORE, best_kernel_start_us, case_split, split_rows
 
     assert [case_split(c) for c in ("C1", "G3", "S7", "G10", "S8", "C2")] == [FIT, FIT, FIT, SCORE, SCORE, SCORE]
     rows = [Row("G1", "a", 12.0, 8.0, kernels=2), Row("G2", "b", 7.0, 5.0, kernels=1)]
@@ -131,3 +131,18 @@ def test_recorded_code_bytes_join_the_predicted_dram_reads(tmp_path: Path) -> No
     rows = {r.label: r for r in join(tmp_path, HW)}
     assert rows["with"].predicted_bytes["dram"] - rows["without"].predicted_bytes["dram"] == 30600
     assert rows["with"].predicted_us == rows["without"].predicted_us
+
+
+def test_exact_simulated_tie_goes_to_the_deeper_ring() -> None:
+    """On an exact tie of simulated time the deeper ring is the predicted best (the planner's order,
+    planner.search.simulated_rank); a plan simulated even slightly faster still wins."""
+    from fusesim.plan import ClusterShape
+    from fusesim.sim import examples as ex
+
+    ch = ex.chain("g", 128, 256, 512, 256)
+    shallow, deep = (ex.fused_plan(ch, ClusterShape(1, 1, 1, 1), 32, 64, 64, n_split=1, stages=s, instruction="mma_sync")
+                     for s in (3, 4))
+    rows = [Row("G1", "shallow", 10.0, 11.0, plan=shallow), Row("G1", "deep", 11.0, 11.0, plan=deep)]
+    assert summarize(rows)["best"][0]["predicted_best"] == "deep"
+    rows[0].predicted_us = 10.999
+    assert summarize(rows)["best"][0]["predicted_best"] == "shallow"

@@ -644,7 +644,17 @@ def _by_simulation(cands: list[ScoredPlan], hw: Hardware) -> list[ScoredPlan]:
     from fusesim.sim import simulate
 
     timed = [replace(sp, simulated_ns=simulate(sp.plan, hw).time_ns) for sp in cands]
-    return sorted(timed, key=lambda sp: (not sp.plan.buildable, round(sp.simulated_ns or 0.0, 3), *_rank_key(sp)))
+    return sorted(timed, key=lambda sp: (not sp.plan.buildable, *simulated_rank(sp.simulated_ns or 0.0, sp.plan),
+                                         *_rank_key(sp)))
+
+
+def simulated_rank(simulated_ns: float, plan: Plan) -> tuple[float, int]:
+    """How plans are ordered by their simulated time. On an exact tie the deeper ring first: the
+    simulator keeps a fixed number of loads in flight for the mma.sync templates
+    (`cp_async_groups_in_flight`), so it cannot credit the stages beyond them, which the GPU uses to
+    hide load-latency jitter; with the same simulated time the occupancy is the same, so the extra
+    stages cannot lose."""
+    return (round(simulated_ns, 3), -plan.stages)
 
 
 def best_plan(chain: Chain, hw: Hardware, strategy: str = "best", require_buildable: bool = False) -> Plan:
