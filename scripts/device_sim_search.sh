@@ -8,9 +8,14 @@
 #   FUSESIM_CACHE=.fscache python3 scripts/prebuild.py --plans-file results/h200/plans_sim_search.json
 #   mkdir -p .fscarry && tar -cJf .fscarry/cache.tar.xz .fscache
 # Then: run(command="scripts/device_sim_search.sh $OUT", carry=[".whl", ".fscarry"]).
+# Another frozen set: PLANS=results/h200/plans_sim_search_2.json PREFIX=sim_search2_paper_ (the second
+# round, frozen on 2026-12-04 by the simulator with the cluster-barrier skew, the measured stage
+# handshake and the bulk DSM rate, before any of its picks was timed).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:?usage: scripts/device_sim_search.sh OUT_DIR}
+PLANS=${PLANS:-results/h200/plans_sim_search.json}
+PREFIX=${PREFIX:-sim_search_paper_}
 mkdir -p "$DEST"
 source scripts/device_env.sh  # wheels, PYTHONPATH, FUSESIM_CACHE, carried kernels
 rc=0
@@ -18,13 +23,13 @@ step() { echo "== $(date -u +%H:%M:%S) $*"; }
 for wl in gemm_chains gated_ffn conv_chains; do
   step "bench $wl"
   timeout 240 python3 -m fusesim.commands.bench "workloads/paper_$wl.yaml" --hw hw_configs/h200.yaml \
-    --plans "file:results/h200/plans_sim_search.json" --top-k 99 --reps 50 --work /tmp/bench_work \
-    --out "$DEST/sim_search_paper_$wl.json" | tail -12 || rc=1
+    --plans "file:$PLANS" --top-k 99 --reps 50 --work /tmp/bench_work \
+    --out "$DEST/$PREFIX$wl.json" | tail -12 || rc=1
 done
 for wl in gemm_chains gated_ffn conv_chains; do
   step "ncu $wl"
-  [ -f "$DEST/sim_search_paper_$wl.json" ] || continue
-  timeout 200 python3 -m fusesim.gpu.ncu --all "$DEST/sim_search_paper_$wl.json" "$DEST/sim_search_paper_$wl.json" \
+  [ -f "$DEST/$PREFIX$wl.json" ] || continue
+  timeout 200 python3 -m fusesim.gpu.ncu --all "$DEST/$PREFIX$wl.json" "$DEST/$PREFIX$wl.json" \
     | tail -2 || rc=1
 done
 step "done rc=$rc"

@@ -25,6 +25,7 @@ from fusesim.codegen.handplans import fused_wgmma_candidates, wgmma_candidates
 from fusesim.gpu.bench import planner_plans
 from fusesim.hardware import load_hardware
 from fusesim.plan import Plan
+from fusesim.planner.search import simulated_rank
 from fusesim.report.measured import load_measured
 from fusesim.sim import simulate
 from fusesim.workload import load_workload
@@ -75,7 +76,7 @@ def main() -> int:
             meas_of = {p.to_json(): t for t, p in measured}
             scored = sorted(((simulate(p, hw).time_us, p, why)
                              for p, why in pool(ch, hw, [p for _t, p in measured], args.top_k, args.fused_wgmma)),
-                            key=lambda x: x[0])
+                            key=lambda x: simulated_rank(x[0] * 1e3, x[1]))
             best_t, best_p = min(measured, key=lambda x: x[0])
             rows = [{"plan": p.to_dict(), "source": f"simulator pick #{i + 1} ({why}, {t:.2f} us simulated)"}
                     for i, (t, p, why) in enumerate(scored[:args.picks])]
