@@ -121,8 +121,8 @@ class Hardware(BaseModel):
     # one thread spends decoding one 16-byte copy's row and filter tap (four constant divisions, bounds),
     # serial with its warp's MMAs since the same warps issue the copies (None: 0)
     im2col_decode_ns: float | None = Field(default=None, ge=0)
-    # a wgmma consumer's shortest pipeline stage by consumer warpgroups (1, 2): full-barrier wait, wgmma
-    # issue, commit, wait_group 1, empty-barrier arrive (None: a stage takes its tensor or SMEM time only)
+    # the fused_wgmma consumer's shortest pipeline stage by consumer warpgroups (1, 2): full-barrier wait,
+    # wgmma issue, commit, wait_group 1, empty-barrier arrive (None: a stage takes its tensor or SMEM time only)
     wgmma_stage_handshake_ns: dict[int, PositiveFloat] | None = None
     # spread of the blocks of a cluster reaching a cluster barrier after work each does on its own: the
     # barrier waits for the latest of n, cluster_barrier_skew_ns x E[max of n standard normals] beyond

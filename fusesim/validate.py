@@ -110,7 +110,7 @@ def spearman(xs: list[float], ys: list[float]) -> float:
 
 def predicted_best(rows: Sequence[Row]) -> Row:
     """The row the simulator ranks first, in the planner's order (`planner.search.simulated_rank`)."""
-    return min(rows, key=lambda r: simulated_rank(r.predicted_us * 1e3, r.plan) if r.plan else
+    return min(rows, key=lambda r: simulated_rank(r.predicted_us * 1e3, r.plan) if r.plan is not None else
                (round(r.predicted_us * 1e3, 3), 0))
 
 

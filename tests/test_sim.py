@@ -755,6 +755,27 @@ def test_cluster_barrier_skew_waits_for_the_latest_block_of_larger_clusters_long
     assert extra[16] > extra[4]
 
 
+@pytest.mark.parametrize("instruction,cluster,block_n,skewed", [
+    ("wgmma", ClusterShape(1, 4, 1, 1), 256, 2),      # the drained ring's barrier, the exit barrier
+    ("mma_sync", ClusterShape(1, 4, 1, 1), 64, 2),    # partials complete, exit
+    ("mma_sync", ClusterShape(1, 2, 2, 2), 128, 4),   # exchange round, exchange buffer free, partials complete, exit
+])
+def test_cluster_barrier_skew_counts_every_barrier_after_independent_work_once(instruction, cluster, block_n, skewed):
+    """The skew is paid once at each cluster barrier that follows work each block did on its own,
+    and never at the start barrier (a cluster's blocks are launched together): the extra time is
+    exactly that many barriers' skew x E[max of cs normals] (one wave, nothing else moves)."""
+    from fusesim.hardware import expected_max_normal
+
+    base, skewed_hw = off_and_on("cluster_barrier_skew_ns", 300.0)
+    ch = ex.chain("g", 128, 1024, 512, 512)
+    plan = ex.fused_plan(ch, cluster, 64, block_n, 64, n_split=1024 // (cluster.n * block_n), stages=4,
+                         instruction=instruction)
+    a, b = simulate(plan, base), simulate(plan, skewed_hw)
+    assert a.kernels[0]["waves"] == 1
+    per_barrier = 300.0 * expected_max_normal(plan.kernels[0].cluster_size)
+    assert b.time_ns - a.time_ns == pytest.approx(skewed * per_barrier, rel=0.02)
+
+
 def test_wgmma_stage_handshake_follows_the_consumer_warpgroups():
     """fused_wgmma's stage floor is the handshake of its block_m / 64 consumer warpgroups: a plan of
     128-row tiles (two) follows the two-warpgroup value and ignores the one-warpgroup value."""
@@ -768,6 +789,14 @@ def test_wgmma_stage_handshake_follows_the_consumer_warpgroups():
 
     assert t(900.0, 100.0) == pytest.approx(t(100.0, 100.0))
     assert t(100.0, 900.0) > t(100.0, 100.0) + 8 * 700.0  # every stage of the block waits the handshake
+    narrow = ex.fused_plan(ch, ClusterShape(1, 1, 1, 1), 64, 128, 64, n_split=1, stages=4)  # one warpgroup
+    assert narrow.n_passes == 1
+
+    def t1(one: float, two: float) -> float:
+        return simulate(narrow, h.model_copy(update={"wgmma_stage_handshake_ns": {1: one, 2: two}})).time_ns
+
+    assert t1(100.0, 900.0) == pytest.approx(t1(100.0, 100.0))
+    assert t1(900.0, 100.0) > t1(100.0, 100.0) + 8 * 700.0
 
 
 def test_fused_wgmma_bulk_copies_move_at_the_bulk_rate():
@@ -782,3 +811,8 @@ def test_fused_wgmma_bulk_copies_move_at_the_bulk_rate():
     assert b.bytes == a.bytes and b.time_ns > a.time_ns + 1000.0
     mma = ex.fused_plan(ch, ClusterShape(1, 8, 1, 1), 64, 128, 64, n_split=1, stages=4, instruction="mma_sync")
     assert simulate(mma, slow).time_ns == simulate(mma, base).time_ns
+    # fused_wgmma's exchange is st.async, at the push rate: a plan with an exchange and no bulk copies
+    xonly = ex.fused_plan(ch, ClusterShape(1, 1, 2, 2), 64, 128, 64, n_split=8, stages=4)
+    prims = {s.primitive for s in xonly.dsm_comm}
+    assert "dsm_all_exchange" in prims and not prims & {"dsm_shuffle", "dsm_reduce_scatter"}
+    assert simulate(xonly, slow).time_ns == simulate(xonly, base).time_ns

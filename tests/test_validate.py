@@ -142,6 +142,9 @@ def test_exact_simulated_tie_goes_to_the_deeper_ring() -> None:
     ch = ex.chain("g", 128, 256, 512, 256)
     shallow, deep = (ex.fused_plan(ch, ClusterShape(1, 1, 1, 1), 32, 64, 64, n_split=1, stages=s, instruction="mma_sync")
                      for s in (3, 4))
+    from fusesim.planner.search import simulated_rank
+
+    assert simulated_rank(11000.0, deep) < simulated_rank(11000.0, shallow) < simulated_rank(11000.01, deep)
     rows = [Row("G1", "shallow", 10.0, 11.0, plan=shallow), Row("G1", "deep", 11.0, 11.0, plan=deep)]
     assert summarize(rows)["best"][0]["predicted_best"] == "deep"
     rows[0].predicted_us = 10.999

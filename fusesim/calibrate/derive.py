@@ -518,7 +518,9 @@ def derive(raw: dict[str, Any], known: dict[str, Any] | None = None) -> Derived:
                        "and round, GB/s per SM, all-to-all / one peer): " + listed)
         # fused_wgmma's shuffle and reduce-scatter send a slice to every peer: the all-to-all rates
         a2a = {int(c["cluster_size"]): _r(c["gbps_per_sm"], 1) for c in cases if c.get("all_to_all")}
-        if a2a:
+        if sorted(a2a) != list(CLUSTER_SIZES):
+            d.notes.append(f"dsm_bulk_bandwidth_gbps_per_sm: incomplete ({sorted(a2a)}), kept base")
+        else:
             d.put("dsm_bulk_bandwidth_gbps_per_sm", dict(sorted(a2a.items())),
                   f"dsm_bulk group, {dbulk.get('rounds', '?')} rounds: every block of every co-resident cluster "
                   "bulk-copies (cs-1)/cs of a 64 KiB fp32 partial, a slice to each peer (all-to-all, as "

@@ -651,9 +651,9 @@ def _by_simulation(cands: list[ScoredPlan], hw: Hardware) -> list[ScoredPlan]:
 def simulated_rank(simulated_ns: float, plan: Plan) -> tuple[float, int]:
     """How plans are ordered by their simulated time. On an exact tie the deeper ring first: the
     simulator keeps a fixed number of loads in flight for the mma.sync templates
-    (`cp_async_groups_in_flight`), so it cannot credit the stages beyond them, which the GPU uses to
-    hide load-latency jitter; with the same simulated time the occupancy is the same, so the extra
-    stages cannot lose."""
+    (`cp_async_groups_in_flight`) and hides a TMA ring's latency once it covers it, so it cannot
+    credit stages beyond those, which the GPU uses to hide load-latency jitter; with the same
+    simulated time the occupancy is the same, so the extra stages cannot lose."""
     return (round(simulated_ns, 3), -plan.stages)
 
 

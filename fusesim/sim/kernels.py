@@ -569,7 +569,7 @@ class FusedCohort(Cohort):
             # is what occupies the link
             for nbytes in exchange[p]:
                 yield from self.dsm_step("dsm_all_exchange", nbytes)
-            if self.cl.k > 1 and shuffle == 1:
+            if self.cl.k > 1 and shuffle == 1:  # after each block's combine of the peers' partials
                 yield from self.cluster_barrier("barrier (exchange buffer free)")
             # GEMM1 with the ring: at each step push the slice held (if another step follows),
             # multiply it, then a cluster barrier (the pushed slice has landed)
@@ -719,7 +719,7 @@ class FusedWgmmaCohort(FusedCohort):
         start = self.env.now
         yield from super().stage_mma(flops_per_block, smem_bytes_per_block)
         floor = self.hw.wgmma_stage_handshake_ns or {}
-        rest = floor.get(max(self.bm // 64, 1), 0.0) - (self.env.now - start)
+        rest = floor.get(min(max(self.bm // 64, 1), 2), 0.0) - (self.env.now - start)
         if rest > 0:
             yield self.env.timeout(rest)
 
@@ -738,7 +738,7 @@ class FusedWgmmaCohort(FusedCohort):
         if self.cluster_size > 1 and self.env.now < t_start + self.barrier_ns:  # the start barrier's wait
             yield from self.cluster_barrier_until(t_start + self.barrier_ns)
         for nbytes in self._per_chunk("dsm_all_exchange")[0]:
-            yield from self.dsm_arrival("dsm_all_exchange", nbytes)
+            yield from self.dsm_arrival("dsm_all_exchange", nbytes, bulk=False)  # st.async, at the push rate
         # combine: the peers' partials from SMEM, act(C) as bf16 into the block's slice
         xbytes = (cl.k - 1) * (2 if self.mode == "sequential" else 1) * bm * bn * 4
         yield from self.smem_rmw("act(C) to SMEM", bm * bn * self.eb + xbytes)
@@ -786,13 +786,14 @@ class FusedWgmmaCohort(FusedCohort):
 
         return fused_wgmma_layout(self.plan).receive_aliased
 
-    def dsm_arrival(self, name: str, bytes_per_block: float):
-        """A push that completes on the receiver's mbarrier: the bytes on the links, then one DSM
-        latency until the last lands (peers run in lock-step: ours land when theirs do)."""
+    def dsm_arrival(self, name: str, bytes_per_block: float, bulk: bool = True):
+        """A push that completes on the receiver's mbarrier: the bytes on the links (bulk copies at
+        the bulk rate, st.async at the push rate), then one DSM latency until the last lands (peers
+        run in lock-step: ours land when theirs do)."""
         if self.dsm is None or bytes_per_block <= 0:
             return
         start = self.env.now
-        yield self.dsm_push(bytes_per_block, bulk=name != "dsm_all_exchange")  # the exchange st.async's
+        yield self.dsm_push(bytes_per_block, bulk=bulk)
         yield self.env.timeout(self.dsm_latency_ns)
         if self.trace is not None:
             self.trace.span(self.sm_ids, name, "exchange", start, self.env.now)

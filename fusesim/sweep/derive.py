@@ -38,7 +38,8 @@ def _note(raw: dict[str, Any], key: str, rule: str, text: str) -> None:
 
 
 def cluster_tables(raw: dict[str, Any]) -> dict[str, Any]:
-    """Fit the four by-cluster-size tables to max_cluster_size.
+    """Fit the by-cluster-size tables (DSM push, pull and bulk bandwidth, DSM latency, barrier cost) to
+    max_cluster_size.
 
     Entries above max_cluster_size are dropped. Missing sizes above the largest known one are
     extrapolated: per-SM DSM bandwidth is held at the value of the largest measured size (the
