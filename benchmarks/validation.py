@@ -66,7 +66,7 @@ CONFIGS = ("hw_configs/h200_calibrated.yaml", "hw_configs/h200.yaml")
 # the generated-kernel mechanisms of fusesim/sim/README.md that the hardware file switches on
 CORRECTIONS = ("cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_async_refill_ns", "kernel_start_us",
                "l2_reduction_bandwidth_gbps", "wgmma_stage_handshake_ns", "cluster_barrier_skew_ns", "tma_refill_ns",
-               "im2col_decode_ns")
+               "im2col_decode_ns", "dsm_bulk_bandwidth_gbps_per_sm")
 TARGETS = "MAPE <= 10%, Pearson >= 0.95, within-case Spearman >= 0.9, predicted best within 3% for >= 90% of cases"
 
 
