@@ -43,6 +43,12 @@ _OPTIONAL = {"cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_asy
              "inter_cluster_convert_ns", "inter_cluster_convert_round_trip_ns"}
 
 
+# The by-cluster-size tables (keys: cluster sizes 2 .. max_cluster_size); the bulk one is optional.
+CLUSTER_BANDWIDTH_TABLES = ("dsm_push_bandwidth_gbps_per_sm", "dsm_pull_bandwidth_gbps_per_sm",
+                            "dsm_bulk_bandwidth_gbps_per_sm")
+CLUSTER_LATENCY_TABLES = ("dsm_latency_ns", "cluster_barrier_ns")
+CLUSTER_TABLES = CLUSTER_BANDWIDTH_TABLES + CLUSTER_LATENCY_TABLES
+
 SMEM_RESERVED_PER_BLOCK = 1024  # bytes of an SM's shared memory the driver reserves for each resident block
 MAX_REFILL_NS = 1000.0  # bound on cp_async_refill_ns, tma_refill_ns, wgmma_stage_handshake_ns: work within one stage
 MAX_BARRIER_SKEW_NS = 1000.0  # bound on cluster_barrier_skew_ns: blocks of one gang-launched cluster drift apart
@@ -222,18 +228,16 @@ class Hardware(BaseModel):
         if self.max_threads_per_block > self.max_threads_per_sm:
             raise ValueError("max_threads_per_block: larger than max_threads_per_sm")
         sizes = [2**i for i in range(1, self.max_cluster_size.bit_length()) if 2**i <= self.max_cluster_size]
-        for table in ("dsm_push_bandwidth_gbps_per_sm", "dsm_pull_bandwidth_gbps_per_sm",
-                      "dsm_latency_ns", "cluster_barrier_ns"):
-            keys = sorted(getattr(self, table))
+        for table in CLUSTER_TABLES:
+            value = getattr(self, table)
+            if value is None:  # an optional table left out
+                continue
+            keys = sorted(value)
             if keys != sizes:
                 raise ValueError(
                     f"{table}: has cluster sizes {keys} but max_cluster_size {self.max_cluster_size} "
                     f"needs exactly {sizes}"
                 )
-        bulk = self.dsm_bulk_bandwidth_gbps_per_sm
-        if bulk is not None and sorted(bulk) != sorted(self.dsm_push_bandwidth_gbps_per_sm):
-            raise ValueError(f"dsm_bulk_bandwidth_gbps_per_sm: has cluster sizes {sorted(bulk)} but the push table "
-                             f"{sorted(self.dsm_push_bandwidth_gbps_per_sm)}")
         missing = [k for k in type(self).model_fields if k not in _NO_PROVENANCE and k not in self.provenance
                    and not (k in _OPTIONAL and getattr(self, k) is None)]
         if missing:

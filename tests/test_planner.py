@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fusesim.capability import fused_layout, fused_wgmma_layout
-from fusesim.hardware import Hardware, hardware_from_dict, load_hardware
+from fusesim.hardware import CLUSTER_TABLES, Hardware, hardware_from_dict, load_hardware
 from fusesim.plan import ClusterShape, Plan, Tiles
 from fusesim.plancheck import plan_problems
 from fusesim.planner import Infeasible, analyze, best_plan, plan_case, predict
@@ -36,8 +36,7 @@ def hw_variant(base: str = "h100_sxm", max_cluster: int | None = None, **fields:
     if max_cluster is not None:
         raw["max_cluster_size"] = max_cluster
         raw["portable_cluster_size"] = min(raw["portable_cluster_size"], max_cluster)
-        for t in ("dsm_push_bandwidth_gbps_per_sm", "dsm_pull_bandwidth_gbps_per_sm", "dsm_latency_ns",
-                  "cluster_barrier_ns", "dsm_bulk_bandwidth_gbps_per_sm"):
+        for t in CLUSTER_TABLES:
             if raw.get(t) is not None:
                 raw[t] = {k: v for k, v in raw[t].items() if int(k) <= max_cluster}
     raw.update(fields)

@@ -17,9 +17,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-CLUSTER_TABLES_BANDWIDTH = ("dsm_push_bandwidth_gbps_per_sm", "dsm_pull_bandwidth_gbps_per_sm",
-                            "dsm_bulk_bandwidth_gbps_per_sm")
-CLUSTER_TABLES_LATENCY = ("dsm_latency_ns", "cluster_barrier_ns")
+from fusesim.hardware import CLUSTER_BANDWIDTH_TABLES, CLUSTER_TABLES
 
 
 def _sizes(max_cluster_size: int) -> list[int]:
@@ -56,7 +54,7 @@ def cluster_tables(raw: dict[str, Any]) -> dict[str, Any]:
     if isinstance(portable, int) and portable > mcs:
         raw["portable_cluster_size"] = mcs
         _note(raw, "portable_cluster_size", "cluster_tables", f"clamped from {portable} to max_cluster_size {mcs}")
-    for key in CLUSTER_TABLES_BANDWIDTH + CLUSTER_TABLES_LATENCY:
+    for key in CLUSTER_TABLES:
         table = raw.get(key)
         if not isinstance(table, dict) or not table:
             continue
@@ -71,7 +69,7 @@ def cluster_tables(raw: dict[str, Any]) -> dict[str, Any]:
             below = [k for k in ks if k < s]
             if not below:  # a size below every measured one: take the smallest measured
                 new[s] = known[ks[0]]
-            elif key in CLUSTER_TABLES_BANDWIDTH:
+            elif key in CLUSTER_BANDWIDTH_TABLES:
                 new[s] = known[below[-1]]
             else:
                 last = below[-1]
@@ -82,7 +80,7 @@ def cluster_tables(raw: dict[str, Any]) -> dict[str, Any]:
         dropped = [k for k in ks if k not in want]
         if added or dropped:
             raw[key] = new
-            how = "held at the largest measured size" if key in CLUSTER_TABLES_BANDWIDTH else \
+            how = "held at the largest measured size" if key in CLUSTER_BANDWIDTH_TABLES else \
                 "extrapolated by the last per-doubling increment"
             parts = []
             if added:

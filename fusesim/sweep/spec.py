@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from fusesim.errors import InputError
-from fusesim.hardware import Hardware, hardware_from_dict
+from fusesim.hardware import CLUSTER_TABLES, Hardware, hardware_from_dict
 from fusesim.sweep.derive import RULES
 from fusesim.workload import Chain, load_workload
 from fusesim.yamlio import get_dotted, parse_scalar, read_mapping, set_dotted
@@ -46,9 +46,7 @@ STRATEGY_CHOICES = ("unfused", "smem", "dsm", "best")
 DEFAULT_STRATEGIES = ("unfused", "smem", "dsm")
 DEFAULT_EVALUATOR = "fusesim.sweep.evaluate:evaluate_case"
 # Fields the derive rules maintain; an invalid value there gets a hint to use them.
-DERIVED_FIELDS = {"max_cluster_size", "gpc_sm_counts", "dsm_push_bandwidth_gbps_per_sm",
-                  "dsm_pull_bandwidth_gbps_per_sm", "dsm_bulk_bandwidth_gbps_per_sm", "dsm_latency_ns",
-                  "cluster_barrier_ns"}
+DERIVED_FIELDS = {"max_cluster_size", "gpc_sm_counts", *CLUSTER_TABLES}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
