@@ -450,3 +450,48 @@ def test_best_also_simulates_the_generators_own_wgmma_plans() -> None:
     res = plan_case(ch, hw, strategies=("best",), top_k=3).plans["best"]
     assert all(x.simulated_ns is not None for x in res)
     assert [x.simulated_ns for x in res] == sorted(x.simulated_ns for x in res if x.plan.buildable)[:3]
+
+
+def test_rank_simulated_orders_each_strategy_by_simulated_time() -> None:
+    """rank="simulated": each strategy's plans are the pool "best" simulates, that strategy's own,
+    fastest simulated first; the cost model's top plan is in that pool, so the strategy's first plan
+    never simulates slower than it, and "best" is the fastest of the strategies' first plans."""
+    from fusesim.sim import simulate
+
+    hw = load_hardware(ROOT / "hw_configs/h200.yaml")
+    ch = chain(128, 1024, 512, 512, cid="rank")
+    strategies = ("unfused", "smem", "dsm")
+    by_sim = plan_case(ch, hw, strategies=(*strategies, "best"), top_k=4, rank="simulated").plans
+    by_cost = plan_case(ch, hw, strategies=strategies, top_k=1).plans
+    for s in strategies:
+        got = by_sim[s]
+        assert got and all(sp.plan.strategy == s and sp.simulated_ns is not None for sp in got)
+        times = [sp.simulated_ns for sp in got]
+        assert times == sorted(times)
+        cost_first = simulate(by_cost[s][0].plan, hw).time_ns
+        assert times[0] <= cost_first + 1e-6
+    assert by_sim["best"][0].simulated_ns == min(by_sim[s][0].simulated_ns for s in strategies)
+    from fusesim.errors import InputError
+
+    with pytest.raises(InputError):
+        plan_case(ch, hw, strategies=("dsm",), rank="fastest")
+
+
+def test_cli_simulate_and_codegen_run_the_same_plan(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The CLI's default: `simulate` runs each strategy's fastest simulated plan and `codegen` writes
+    that same plan; `--rank cost` goes back to the cost model's top plan, which never simulates faster."""
+    from fusesim.cli import main
+
+    args = ["paper_gemm_chains", "--hw", "h200", "--case", "G9"]
+    assert main(["simulate", *args, "--strategy", "dsm", "--format", "json"]) == 0
+    sim = json.loads(capsys.readouterr().out)
+    assert main(["simulate", *args, "--strategy", "dsm", "--rank", "cost", "--format", "json"]) == 0
+    cost = json.loads(capsys.readouterr().out)
+    assert sim["rank"] == "simulated" and cost["rank"] == "cost"
+    assert sim["results"][0]["time_us"] <= cost["results"][0]["time_us"]
+    assert main(["codegen", *args, "--strategy", "dsm", "--out", str(tmp_path), "--format", "json"]) == 0
+    written = json.loads(capsys.readouterr().out)["files"][0]
+    assert written["plan"] == sim["results"][0]["plan"]
+    with pytest.raises(SystemExit) as bad:
+        main(["simulate", *args, "--rank", "nope"])
+    assert bad.value.code == 2 and capsys.readouterr().err.count("\n") == 1

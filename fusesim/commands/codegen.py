@@ -1,7 +1,9 @@
 """`fusesim codegen WORKLOAD --hw HW --case ID [--strategy S] --out DIR`: write the .cu of a plan.
 
-The plan is the planner's fastest predicted buildable plan (`plan_case`, top 16, filtered by
-capability); `--plans hand` uses fusesim.codegen.handplans instead. The .cu lands next to the device headers, with the plan as JSON, so that
+The plan is the planner's pick among buildable plans (`plan_case(require_buildable=True)`): by default
+the fastest simulated of the candidates `best` simulates, the plan `fusesim simulate` runs for that
+strategy; `--rank cost` takes the cost model's top plan; `--plans hand` uses fusesim.codegen.handplans
+instead. The .cu lands next to the device headers, with the plan as JSON, so that
 `nvcc -gencode=arch=compute_90a,code=sm_90a -I DIR -shared -Xcompiler -fPIC` builds it standalone.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fusesim.commands.common import add_format, hardware_arg, print_json, workload_arg
+from fusesim.commands.common import add_format, add_rank, hardware_arg, print_json, workload_arg
 from fusesim.errors import InputError
 
 
@@ -20,13 +22,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--hw", required=True, help="hardware YAML")
     p.add_argument("--case", required=True, action="append", help="case id (repeatable)")
     p.add_argument("--strategy", default="best", choices=("unfused", "smem", "dsm", "best"))
+    add_rank(p)
     p.add_argument("--plans", default="planner", choices=("planner", "hand"))
     p.add_argument("--out", required=True, help="output folder")
     add_format(p)
     p.set_defaults(func=run)
 
 
-def _plan_for(ch, hw, strategy: str, source: str):
+def _plan_for(ch, hw, strategy: str, source: str, rank: str = "simulated"):
     from fusesim.capability import can_build
     from fusesim.codegen.handplans import candidates, rough_time_us
 
@@ -37,7 +40,7 @@ def _plan_for(ch, hw, strategy: str, source: str):
             source = "hand"
         else:
             # "best": the planner's simulation-ranked pick among buildable plans; one strategy: its top plan
-            res = plan_case(ch, hw, strategies=(strategy,), top_k=1, require_buildable=True)
+            res = plan_case(ch, hw, strategies=(strategy,), top_k=1, require_buildable=True, rank=rank)
             scored = [sp for sp in res.plans.get(strategy, []) if can_build(sp.plan)[0]]
             if not scored:
                 why = "; ".join(f"{s}: {r}" for s, r in res.infeasible.items()) or "none of its plans is buildable"
@@ -60,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     written = []
     for ch in wl.select(args.case):
-        plan, source = _plan_for(ch, hw, args.strategy, args.plans)
+        plan, source = _plan_for(ch, hw, args.strategy, args.plans, args.rank)
         src = generate(plan)
         path = write_source(src, out)
         (out / f"{src.name}.plan.json").write_text(plan.to_json())

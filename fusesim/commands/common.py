@@ -15,6 +15,13 @@ from fusesim.workload import Workload, load_workload
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def add_rank(p: argparse.ArgumentParser) -> None:
+    """`--rank`: which plan of a strategy the command takes (planner.search.plan_case(rank=))."""
+    p.add_argument("--rank", choices=("simulated", "cost"), default="simulated",
+                   help="a strategy's plan: its fastest simulated candidate of those 'best' simulates (default), "
+                        "or the cost model's top one (the paper's Algorithm 2 alone; faster, cruder)")
+
+
 def add_format(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("table", "json"), default="table", help="output form (json is stable)")
 

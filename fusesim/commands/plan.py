@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from fusesim.commands.common import add_format, add_hw, hardware_arg, print_json, table, workload_arg
+from fusesim.commands.common import (
+    add_format,
+    add_hw,
+    add_rank,
+    hardware_arg,
+    print_json,
+    table,
+    workload_arg,
+)
 from fusesim.errors import InputError
 
 STRATEGY_CHOICES = ("unfused", "smem", "dsm", "best")
@@ -19,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strategy", action="append", choices=STRATEGY_CHOICES,
                    help="strategy to plan (repeatable; default: all four)")
     p.add_argument("--top-k", type=int, default=1, help="plans per strategy, best first (default 1)")
+    add_rank(p)
     p.add_argument("--require-buildable", action="store_true",
                    help="only plans the code generator can build (capability.can_build)")
     add_format(p)
@@ -92,10 +101,10 @@ def _plans_table(e: dict[str, Any]) -> str:
                      f"{t['block_m']}x{t['block_n']}x{t['block_k']}x{t['block_l']}",
                      f"{p['grid_m']}x{p['n_split']}" if p["plan_strategy"] != "unfused" else "2 kernels",
                      p["n_passes"], p["stages"], p["threads"], p["instruction"], "yes" if p["buildable"] else "no",
-                     pr["time_us"], pr["bound"], _mb(pr["bytes"]["hbm"]), _mb(pr["bytes"]["l2"]),
-                     _mb(pr["bytes"]["dsm"])])
+                     pr["time_us"], "-" if p["simulated_us"] is None else p["simulated_us"], pr["bound"],
+                     _mb(pr["bytes"]["hbm"]), _mb(pr["bytes"]["l2"]), _mb(pr["bytes"]["dsm"])])
     out = table(["strategy", "#", "kind", "cluster mnkl", "tiles m n k l", "grid", "passes", "stages", "threads",
-                 "instr", "build", "time us", "bound", "HBM MB", "L2 MB", "DSM MB"], rows,
+                 "instr", "build", "pred us", "sim us", "bound", "HBM MB", "L2 MB", "DSM MB"], rows,
                 title=f"case {e['case']}")
     for s, why in e["infeasible"].items():
         out += f"\n  {s}: infeasible: {why}"
@@ -112,10 +121,11 @@ def run(args: argparse.Namespace) -> int:
     strategies = tuple(dict.fromkeys(args.strategy or STRATEGY_CHOICES))
     entries = []
     for chain in wl.select(args.case):
-        res = plan_case(chain, hw, strategies=strategies, top_k=args.top_k, require_buildable=args.require_buildable)
+        res = plan_case(chain, hw, strategies=strategies, top_k=args.top_k, require_buildable=args.require_buildable,
+                        rank=args.rank)
         entries.append(case_entry(res, strategies, hw))
     if args.format == "json":
-        print_json({"workload": wl.name, "hw": hw.name, "cases": entries})
+        print_json({"workload": wl.name, "hw": hw.name, "rank": args.rank, "cases": entries})
         return 0
     print(_rules_table(entries, hw.name))
     for e in entries:

@@ -1,7 +1,9 @@
 """`fusesim simulate WORKLOAD... --hw HW`: plan each case, run the plans on the SimPy machine.
 
 Without --strategy every case runs unfused, smem and dsm, and the table shows the speedup of the
-best fused plan over unfused. The planner is imported lazily (it pulls numpy); so is the simulator.
+best fused plan over unfused. Each strategy runs its fastest plan by simulation among the candidates
+`best` simulates (`--rank simulated`, the default), or the cost model's top plan (`--rank cost`).
+The planner is imported lazily (it pulls numpy); so is the simulator.
 """
 
 from __future__ import annotations
@@ -10,11 +12,20 @@ import argparse
 import sys
 from typing import Any
 
-from fusesim.commands.common import add_format, add_hw, hardware_arg, print_json, table, workload_arg
+from fusesim.commands.common import (
+    add_format,
+    add_hw,
+    add_rank,
+    hardware_arg,
+    print_json,
+    table,
+    workload_arg,
+)
 from fusesim.errors import InputError
 from fusesim.yamlio import atomic_write
 
 STRATEGY_CHOICES = ("unfused", "smem", "dsm", "best")
+RANK_TITLE = {"simulated": "each strategy's fastest simulated plan", "cost": "each strategy's top plan by the cost model"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--case", action="append", metavar="ID", help="only these case ids (repeatable)")
     p.add_argument("--strategy", choices=STRATEGY_CHOICES,
                    help="one strategy ('best' = the planner's fastest); default: unfused, smem and dsm")
+    add_rank(p)
     p.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto trace of every simulated plan")
     add_format(p)
     p.set_defaults(func=run)
@@ -44,7 +56,7 @@ def _jobs(args: argparse.Namespace) -> list[tuple[Any, str]]:
     return [(c, s) for c in chains for s in strategies]
 
 
-def _plan(chain: Any, hw: Any, strategy: str) -> tuple[Any, float | None, str | None]:
+def _plan(chain: Any, hw: Any, strategy: str, rank: str) -> tuple[Any, float | None, str | None]:
     """(plan, planner-predicted ns, reason if infeasible)."""
     from fusesim.planner import plan_case
 
@@ -54,7 +66,7 @@ def _plan(chain: Any, hw: Any, strategy: str) -> tuple[Any, float | None, str | 
             return None, None, res.infeasible.get("best", "no feasible plan")
         sp = res.plans["best"][0]
         return sp.plan, sp.predicted.time_ns, None
-    res = plan_case(chain, hw, strategies=(strategy,), top_k=1)
+    res = plan_case(chain, hw, strategies=(strategy,), top_k=1, rank=rank)
     scored = res.plans.get(strategy) or []
     if not scored:
         return None, None, res.infeasible.get(strategy, "no feasible plan")
@@ -73,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     bar = tqdm(jobs, desc="simulate", unit="plan", file=sys.stderr, disable=not sys.stderr.isatty())
     for chain, strategy in bar:
         bar.set_postfix_str(f"{chain.case_id} {strategy}")
-        plan, predicted_ns, reason = _plan(chain, hw, strategy)
+        plan, predicted_ns, reason = _plan(chain, hw, strategy, args.rank)
         row: dict[str, Any] = {"case": chain.case_id, "strategy": strategy}
         if plan is None:
             row.update(infeasible=reason)
@@ -90,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
             "predicted_time_us": predicted_ns / 1e3 if predicted_ns is not None else None,
             "floor_us": chain.floor_ns(hw, plan.instruction) / 1e3,
             "plan": plan.summary(),
+            "instruction": plan.instruction,
         })
         results.append(row)
         if r.trace is not None:
@@ -98,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     if args.trace:
         atomic_write(args.trace, _merge_traces(traces))
     if args.format == "json":
-        print_json({"hw": hw.name, "results": results})
+        print_json({"hw": hw.name, "rank": args.rank, "results": results})
         return 0
     rows = []
     for r in results:
@@ -110,9 +123,10 @@ def run(args: argparse.Namespace) -> int:
                      r["predicted_time_us"] if r["predicted_time_us"] is not None else "-", r["floor_us"],
                      (b["hbm_read"] + b["hbm_write"]) / 1e6, (b["l2_read"] + b["l2_write"]) / 1e6, b["dsm"] / 1e6,
                      f"{r['speedup_vs_unfused']:.2f}x" if r.get("speedup_vs_unfused") else "",
-                     r["plan"]])
+                     f"{r['plan']}, {r['instruction']}"])
     print(table(["case", "strategy", "sim us", "pred us", "floor us", "HBM MB", "L2 MB", "DSM MB", "vs unfused", "plan"],
-                rows, title=f"simulated on {hw.name} (pred = planner cost model; floor = max(FLOPs/peak, min bytes/HBM))"))
+                rows, title=f"simulated on {hw.name}, {RANK_TITLE[args.rank]} (pred = planner cost model; "
+                            "floor = max(FLOPs/peak, min bytes/HBM))"))
     best = [r for r in results if r.get("best_fused")]
     if best:
         print()

@@ -49,6 +49,7 @@ from fusesim.workload import Chain
 
 FUSED_STRATEGIES = ("smem", "dsm")
 ALL_STRATEGIES = ("unfused", "smem", "dsm")
+RANKS = ("cost", "simulated")  # plan_case(rank=): how a named strategy's own plans are ordered
 MAX_FUSED_STAGES = 4
 MAX_WGMMA_FUSED_STAGES = 6
 MAX_GEMM_STAGES = 6
@@ -549,11 +550,14 @@ _CACHE_MAX = 512
 
 
 def plan_case(chain: Chain, hw: Hardware, strategies: tuple[str, ...] | list[str] = ALL_STRATEGIES, top_k: int = 1,
-              require_buildable: bool = False) -> PlanResult:
+              require_buildable: bool = False, rank: str = "cost") -> PlanResult:
     """Plans for one case on one machine: per strategy the top_k best (best first), or a reason.
 
     "best" in `strategies` adds plans["best"]: the fastest plans over unfused, smem and dsm, ranked by
     simulating each strategy's RERANK_PER_STRATEGY best plans by the cost model (`simulated_ns`).
+    `rank`: how each named strategy's own plans are ordered -- "cost" by the planner's cost model
+    (the paper's Algorithm 2), "simulated" by simulated time over the same pool "best" simulates
+    (that strategy's plans of it), so that a strategy is compared with the others at its best.
     Results are memoized per (chain, hw.fingerprint, arguments): sweeps call this thousands of times.
     """
     from fusesim.errors import InputError
@@ -565,20 +569,29 @@ def plan_case(chain: Chain, hw: Hardware, strategies: tuple[str, ...] | list[str
                              case=chain.case_id)
     if top_k < 1:
         raise InputError(None, "top_k", f"must be at least 1 (got {top_k})", case=chain.case_id)
-    key = (chain, hw.fingerprint, strategies, top_k, require_buildable)
+    if rank not in RANKS:
+        raise InputError(None, "rank", f"unknown rank {rank!r} (one of {', '.join(RANKS)})", case=chain.case_id)
+    key = (chain, hw.fingerprint, strategies, top_k, require_buildable, rank)
     hit = _CACHE.get(key)
     if hit is None:
         base = tuple(s for s in ALL_STRATEGIES if s in strategies or "best" in strategies)
-        depth = max(top_k, RERANK_SEARCH_DEPTH) if "best" in strategies else top_k
+        simulated = "best" in strategies or rank == "simulated"
+        depth = max(top_k, RERANK_SEARCH_DEPTH) if simulated else top_k
         hit = run_search(chain, hw, base, depth, require_buildable)
-        if "best" in strategies:
+        if simulated:
             pool = [sp for s in base for sp in _rerank_candidates(hit.plans.get(s, []))]
             pool += _generator_candidates(chain, hw, set(base), {sp.plan.to_json() for sp in pool})
             merged = _by_simulation(pool, hw)
-            if merged:
-                hit.plans["best"] = merged[:top_k]
-            else:
-                hit.infeasible["best"] = "; ".join(f"{s}: {r}" for s, r in sorted(hit.infeasible.items()))
+            if rank == "simulated":
+                for s in base:
+                    own = [sp for sp in merged if sp.plan.strategy == s]
+                    if own:
+                        hit.plans[s] = own
+            if "best" in strategies:
+                if merged:
+                    hit.plans["best"] = merged[:top_k]
+                else:
+                    hit.infeasible["best"] = "; ".join(f"{s}: {r}" for s, r in sorted(hit.infeasible.items()))
             for s in base:
                 if s not in strategies:
                     hit.plans.pop(s, None)
