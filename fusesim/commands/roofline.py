@@ -1,7 +1,8 @@
 """`fusesim roofline WORKLOAD --hw HW --out FIG.png`: hierarchical roofline of every case, unfused and fused.
 
-Predicted points come from the planner (or the simulator with `--source simulated`); measured
-ones from `--measured DIR` (JSON from `fusesim bench` or the PyTorch baselines), when present.
+Each strategy's point is the plan `fusesim simulate` runs (the fastest simulated of the planner's
+candidates), its time and bytes from the cost model (or the simulator with `--source simulated`);
+measured ones from `--measured DIR` (JSON from `fusesim bench` or the PyTorch baselines), when present.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="measured JSON: folders, files or glob patterns (e.g. 'results/h200/bench_*.json'); "
                         "absent is fine")
     p.add_argument("--out", required=True, help="PNG to write")
-    p.add_argument("--evaluator", default="fusesim.sweep.evaluate:evaluate_case", help=argparse.SUPPRESS)
+    p.add_argument("--evaluator", default="fusesim.sweep.evaluate:evaluate_case_simulated", help=argparse.SUPPRESS)
     add_format(p)
     p.set_defaults(func=run)
 

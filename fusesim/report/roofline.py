@@ -93,8 +93,9 @@ def points_from_rows(rows: Iterable[dict[str, Any]], source: str = "predicted") 
 
 def roofline_rows(workload: str | Path, hw: str | Path, cases: Sequence[str] | None = None,
                   strategies: Sequence[str] = ("unfused", "smem", "dsm"),
-                  evaluator: str = "fusesim.sweep.evaluate:evaluate_case") -> list[dict[str, Any]]:
-    """Plan and simulate every selected case on one machine (the sweep's evaluation, no grid)."""
+                  evaluator: str = "fusesim.sweep.evaluate:evaluate_case_simulated") -> list[dict[str, Any]]:
+    """Plan and simulate every selected case on one machine (the sweep's evaluation, no grid); by
+    default each strategy's plan is the one `fusesim simulate` runs (its fastest simulated candidate)."""
     from fusesim.sweep.evaluate import chain_of, run_task
     from fusesim.sweep.spec import HardwarePoint, Task, _resolve
     from fusesim.workload import load_workload

@@ -12,6 +12,8 @@ makes local and Dask runs give identical files.
 - `evaluate_case_reranked`, `evaluate_case_unconstrained_reranked`: the planner's top RERANK_K
   plans per strategy are all simulated and the fastest *simulated* one is kept (`plan_rank` says
   which of the planner's choices won): what a planner checked by the simulator would pick.
+- `evaluate_case_simulated`: per strategy the plan `fusesim simulate` runs (`plan_case(rank="simulated")`:
+  the fastest simulated of the pool `best` simulates; slower per point, the roofline's default).
 - `bound_case`: an analytic bound with no planner and no simulator (max of FLOPs at the tensor
   peak and bytes at HBM bandwidth, plus launch overheads); cheap, for smoke tests and for
   measuring the sweep machinery's own overhead.
@@ -134,11 +136,17 @@ def evaluate_case_reranked(task: Task) -> list[dict[str, Any]]:
     return _evaluate(task, _today_search(RERANK_K), rerank=True)
 
 
-def _today_search(top_k: int) -> Callable[[Chain, Any, tuple[str, ...]], Any]:
+def evaluate_case_simulated(task: Task) -> list[dict[str, Any]]:
+    """Per strategy the plan `fusesim simulate` runs by default: the fastest simulated of the
+    candidates `best` simulates (`plan_case(rank="simulated")`); "best" is the fastest of those."""
+    return _evaluate(task, _today_search(1, rank="simulated"), rerank=True)
+
+
+def _today_search(top_k: int, rank: str = "cost") -> Callable[[Chain, Any, tuple[str, ...]], Any]:
     from fusesim.planner import plan_case
 
     def search(chain: Chain, hw: Any, strategies: tuple[str, ...]) -> Any:
-        return plan_case(chain, hw, strategies=strategies, top_k=top_k)
+        return plan_case(chain, hw, strategies=strategies, top_k=top_k, rank=rank)
 
     return search
 
