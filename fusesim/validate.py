@@ -198,3 +198,64 @@ def fit_globals(measured: str | Path | list[str], hw: Hardware, trials: Sequence
         if progress is not None:
             progress(scored[-1])
     return {"best": min(scored, key=lambda t: t["fit_mape"]), "trials": scored}
+
+
+# ---- the fusion verdict: is the best fused plan faster than the best unfused one? ------------------
+VERDICT_TIE = 0.03  # a measured fused / unfused speedup within 3% of 1 is a tie: either verdict stands
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One case's answer to "should it be fused?": the fastest verified plan per strategy measured in
+    one bench run against the plan per strategy the planner picks (`plan_case(rank=)`), simulated."""
+
+    case: str
+    measured_us: dict[str, float]
+    simulated_us: dict[str, float]
+    simulated_plans: dict[str, str]
+
+    @staticmethod
+    def _speedup(us: dict[str, float]) -> float | None:
+        fused = [us[s] for s in ("smem", "dsm") if s in us]
+        return us["unfused"] / min(fused) if fused and "unfused" in us else None
+
+    @property
+    def measured_speedup(self) -> float | None:
+        """Best unfused time / best fused time, as measured (> 1: fusing pays)."""
+        return self._speedup(self.measured_us)
+
+    @property
+    def simulated_speedup(self) -> float | None:
+        return self._speedup(self.simulated_us)
+
+    @property
+    def agrees(self) -> bool | None:
+        """Fuse or not, the same answer as the GPU (a measured tie accepts either)."""
+        m, s = self.measured_speedup, self.simulated_speedup
+        if m is None or s is None:
+            return None
+        return abs(m - 1) <= VERDICT_TIE or (m > 1) == (s > 1)
+
+
+def fusion_verdicts(bench_files: Sequence[str | Path], hw: Hardware, rank: str = "simulated") -> list[Verdict]:
+    """Per case of `fusesim bench` files (one run): the measured and the planner's fusion verdict."""
+    import json
+
+    from fusesim.commands.bench import best_rows
+    from fusesim.planner import plan_case
+    from fusesim.sim import simulate
+    from fusesim.workload import Chain
+
+    out = []
+    for f in bench_files:
+        cases = json.loads(Path(f).read_text()).get("cases", [])
+        for c, best in zip(cases, best_rows(cases), strict=True):
+            chain = Chain.from_dict(c["chain"])
+            sim_us, plans = {}, {}
+            for s in ("unfused", "smem", "dsm"):
+                picked = plan_case(chain, hw, strategies=(s,), top_k=1, rank=rank).plans.get(s)
+                if picked:
+                    sim_us[s] = simulate(picked[0].plan, hw).time_us
+                    plans[s] = f"{picked[0].plan.summary()}, {picked[0].plan.instruction}"
+            out.append(Verdict(c["case"], dict(best["by_strategy_us"]), sim_us, plans))
+    return out

@@ -169,3 +169,25 @@ def test_committed_final_run_meets_the_validation_targets() -> None:
         assert fused
         worst = max(abs(r.predicted_bytes[counter] / r.measured_bytes[counter] - 1) for r in fused)
         assert worst <= 0.05, (counter, worst)
+
+
+def test_fusion_verdict_on_the_committed_final_run() -> None:
+    """Should it be fused? Per paper case, the plans `fusesim simulate` runs per strategy (ranked by
+    simulation) give the same answer as the final run's fastest measured plans on at least 24 of 26
+    cases (26 today, benchmarks/verdict.md), and the fused / unfused speedup within 25% on average;
+    a tie (measured within VERDICT_TIE of 1) accepts either answer, nothing else does."""
+    from fusesim.validate import VERDICT_TIE, Verdict, fusion_verdicts
+
+    hw = load_hardware(ROOT / "hw_configs" / "h200_calibrated.yaml")
+    files = sorted(str(p) for p in (ROOT / "results" / "h200").glob("final_paper_*.json"))
+    verdicts = fusion_verdicts(files, hw, rank="simulated")
+    assert len(verdicts) == 26 and all(v.agrees is not None for v in verdicts)
+    assert sum(v.agrees for v in verdicts) >= 24, [v.case for v in verdicts if not v.agrees]
+    errs = [abs(v.simulated_speedup / v.measured_speedup - 1) for v in verdicts]
+    assert sum(errs) / len(errs) <= 0.25
+    # the rule itself: fused 10% faster measured, simulated 10% slower -> disagree; a 2% measured gap is a tie
+    v = Verdict("x", {"unfused": 11.0, "dsm": 10.0}, {"unfused": 10.0, "dsm": 11.0}, {})
+    assert v.measured_speedup == pytest.approx(1.1) and v.agrees is False
+    tie = Verdict("x", {"unfused": 10.0, "smem": 10.0 / (1 + VERDICT_TIE / 2)}, {"unfused": 10.0, "smem": 11.0}, {})
+    assert tie.agrees is True
+    assert Verdict("x", {"unfused": 10.0}, {"unfused": 10.0}, {}).agrees is None
