@@ -10,7 +10,10 @@
 # Then: run(command="scripts/device_sim_search.sh $OUT", carry=[".whl", ".fscarry"]).
 # Another frozen set: PLANS=results/h200/plans_sim_search_2.json PREFIX=sim_search2_paper_ (the second
 # round, frozen on 2026-12-04 by the simulator with the cluster-barrier skew, the measured stage
-# handshake and the bulk DSM rate, before any of its picks was timed).
+# handshake and the bulk DSM rate, before any of its picks was timed). And PLANS=results/h200/plans_verdict.json
+# PREFIX=verdict_paper_: per case and strategy the plan `fusesim simulate` runs (--rank simulated) and the
+# final run's fastest of that strategy (scripts/freeze_verdict_plans.py, 2026-12-05, before any was timed),
+# for benchmarks/verdict.py out of sample. .fscarry/cache.tar.xz, when made for it, holds both sets' kernels.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:?usage: scripts/device_sim_search.sh OUT_DIR}
