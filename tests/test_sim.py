@@ -816,3 +816,28 @@ def test_fused_wgmma_bulk_copies_move_at_the_bulk_rate():
     prims = {s.primitive for s in xonly.dsm_comm}
     assert "dsm_all_exchange" in prims and not prims & {"dsm_shuffle", "dsm_reduce_scatter"}
     assert simulate(xonly, slow).time_ns == simulate(xonly, base).time_ns
+
+
+def test_the_convert_after_the_ticket_moves_at_the_ld_st_rate_in_every_template():
+    """The last contributor's convert is plain 16-byte ld/st.global in every template: a fused_wgmma
+    plan with inter_cluster_reduce and a split-K gemm_wgmma plan take longer when that per-SM rate
+    (cp_async_bytes_per_sm_cycle) is lower, with the same bytes; a fused_wgmma plan without a convert
+    (n_split 1) or a gemm_wgmma plan without split-K does not move: the wgmma kernels' other loads and
+    stores keep their own port."""
+    from fusesim.codegen.handplans import unfused_wgmma
+
+    fast = hw().model_copy(update={"cp_async_bytes_per_sm_cycle": 64.0})
+    slow = fast.model_copy(update={"cp_async_bytes_per_sm_cycle": 8.0})
+    ch = ex.chain("g", 128, 2048, 512, 2048)
+    fused = ex.fused_plan(ch, ClusterShape(1, 1, 1, 1), 64, 128, 64, n_split=16, stages=4)
+    assert fused.instruction == "wgmma" and any(s.primitive == "inter_cluster_reduce" for s in fused.dsm_comm)
+    a, b = simulate(fused, fast), simulate(fused, slow)
+    assert b.bytes == a.bytes and b.time_ns > a.time_ns + 1000.0
+    split = unfused_wgmma(ex.chain("s", 128, 1024, 4096, 1024, activation="gelu"), 128, 128, 6, split0=8, split1=8)
+    a, b = simulate(split, fast), simulate(split, slow)
+    assert b.bytes == a.bytes and b.time_ns > a.time_ns + 1000.0
+    unsplit = unfused_wgmma(ex.chain("s", 128, 1024, 4096, 1024, activation="gelu"), 128, 128, 6)
+    assert simulate(unsplit, slow).time_ns == simulate(unsplit, fast).time_ns
+    whole = ex.fused_plan(ex.chain("w", 128, 1024, 512, 512), ClusterShape(1, 8, 1, 1), 64, 128, 64, n_split=1, stages=4)
+    assert not any(s.primitive == "inter_cluster_reduce" for s in whole.dsm_comm)
+    assert simulate(whole, slow).time_ns == simulate(whole, fast).time_ns

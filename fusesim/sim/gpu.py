@@ -58,7 +58,15 @@ def sm_port_bytes_per_ns(hw: Hardware, family: str) -> float | None:
     """Bytes per ns one SM of a kernel of this instruction family moves between L2 and itself:
     `hw.cp_async_bytes_per_sm_cycle` for the generated mma.sync (cp.async) kernels when the
     hardware file states it, else None (the memory system's default, params.SM_GLOBAL_BYTES_PER_CYCLE)."""
-    if family == "mma_sync" and hw.cp_async_bytes_per_sm_cycle is not None:
+    if family == "mma_sync":
+        return ldst_port_bytes_per_ns(hw)
+    return None
+
+
+def ldst_port_bytes_per_ns(hw: Hardware) -> float | None:
+    """Bytes per ns one SM moves with 16-byte ld/st.global (no TMA): the calibrated share of the L2
+    bandwidth such loads reach, `hw.cp_async_bytes_per_sm_cycle`, when the hardware file states it."""
+    if hw.cp_async_bytes_per_sm_cycle is not None:
         return hw.cp_async_bytes_per_sm_cycle * hw.clock_mhz / 1e3
     return None
 
@@ -131,6 +139,9 @@ class Cohort:
         self.stages = max(kernel.stages, 1)
         self.window = loads_in_flight(self.hw, family, self.stages)
         self.port = sm_port_bytes_per_ns(self.hw, family)
+        # the last contributor's convert after a ticket reads and writes with plain 16-byte ld/st.global in
+        # every template (also the TMA + wgmma ones, whose other traffic is bulk copies)
+        self.convert_port = ldst_port_bytes_per_ns(self.hw)
         # a one-deep cp.async pipeline issues the next copies only after this stage's have landed
         self.refill_ns = (self.hw.cp_async_refill_ns or 0.0) if family == "mma_sync" and self.stages == 2 else 0.0
         # a TMA ring (both wgmma templates): a freed stage is refilled only after the consumers'

@@ -367,10 +367,10 @@ class GemmCohort(Cohort):
         w_gran, w_bytes = self._tiles(self.ws, last, width)
         sms = min(self.sms, sum(c for _k, c in last))  # only the last blocks' SMs move these bytes
         floor = self.convert_floor(-(-self.bm * max(self.bn // 4, 1) // max(self.kernel.threads, 1)))
-        yield from self.timed(self.mem.load(w_gran, w_bytes, sms, self.port), "read workspace", "store")
+        yield from self.timed(self.mem.load(w_gran, w_bytes, sms, self.convert_port), "read workspace", "store")
         o_gran, o_bytes = self._tiles(self.out, last)
         tickets = TICKET_BYTES * sum(c for _k, c in last)
-        ev = self.mem.store(o_gran + w_gran, o_bytes + w_bytes + tickets, sms, self.port)
+        ev = self.mem.store(o_gran + w_gran, o_bytes + w_bytes + tickets, sms, self.convert_port)
         yield from self.timed(ev, "store " + self.out.name + ", zero workspace", "store")
         if floor is not None:
             yield from self.timed(floor, "convert (dependent round trips)", "store")
@@ -683,10 +683,10 @@ class FusedCohort(Cohort):
         w_gran, w_bytes = self._slices(w, last)
         sms = min(self.sms, sum(c for _k, c in last))
         floor = self.convert_floor(self._scatter_float4s_per_thread())  # the owned slice, as the scatter's
-        yield from self.timed(self.mem.load(w_gran, w_bytes, sms, self.port), "read workspace", "store")
+        yield from self.timed(self.mem.load(w_gran, w_bytes, sms, self.convert_port), "read workspace", "store")
         e_gran, e_bytes = self._slices(e, last)
         tickets = TICKET_BYTES * sum(c for _k, c in last)
-        ev = self.mem.store(e_gran + w_gran, e_bytes + w_bytes + tickets, sms, self.port)
+        ev = self.mem.store(e_gran + w_gran, e_bytes + w_bytes + tickets, sms, self.convert_port)
         yield from self.timed(ev, "store E, zero workspace", "store")
         if floor is not None:
             yield from self.timed(floor, "convert (dependent round trips)", "store")
