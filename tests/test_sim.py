@@ -842,3 +842,25 @@ def test_the_convert_after_the_ticket_moves_at_the_ld_st_rate_in_every_template(
     whole = ex.fused_plan(ex.chain("w", 128, 1024, 512, 512), ClusterShape(1, 8, 1, 1), 64, 128, 64, n_split=1, stages=4)
     assert not any(s.primitive == "inter_cluster_reduce" for s in whole.dsm_comm)
     assert simulate(whole, slow).time_ns == simulate(whole, fast).time_ns
+
+
+def test_cli_jobs_give_the_same_rows_as_one_process(capsys, tmp_path):
+    """`--jobs 2` plans and simulates (case, strategy) pairs in worker processes: the same rows in the
+    same order as one process (the simulator is deterministic), the same trace processes; `--jobs 0`
+    is bad input."""
+    pytest.importorskip("fusesim.planner")
+    from fusesim.cli import main
+
+    def run(jobs: str) -> tuple[list[dict], list[str]]:
+        trace = tmp_path / f"t{jobs}.json"
+        assert main(["simulate", str(ROOT / "workloads/paper_gemm_chains.yaml"), "--hw", "h200", "--case", "G1",
+                     "--case", "G4", "--format", "json", "--jobs", jobs, "--trace", str(trace)]) == 0
+        rows = json.loads(capsys.readouterr().out)["results"]
+        for r in rows:
+            r["sim"].pop("wall_s")
+        names = [e["args"]["name"] for e in json.loads(trace.read_text())["traceEvents"] if e.get("name") == "process_name"]
+        return rows, names
+
+    one, two = run("1"), run("2")
+    assert one == two and len(one[0]) == 6
+    assert main(["simulate", str(ROOT / "workloads/paper_gemm_chains.yaml"), "--hw", "h200", "--jobs", "0"]) == 2

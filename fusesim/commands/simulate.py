@@ -36,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strategy", choices=STRATEGY_CHOICES,
                    help="one strategy ('best' = the planner's fastest); default: unfused, smem and dsm")
     add_rank(p)
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="simulate N (case, strategy) pairs at a time in worker processes (default 1)")
     p.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto trace of every simulated plan")
     add_format(p)
     p.set_defaults(func=run)
@@ -73,40 +75,59 @@ def _plan(chain: Any, hw: Any, strategy: str, rank: str) -> tuple[Any, float | N
     return scored[0].plan, scored[0].predicted.time_ns, None
 
 
+def _simulate_job(job: tuple[Any, Any, str, str, bool]) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+    """Plan and simulate one (case, strategy): its result row and, when asked, its trace. A top-level
+    function of plain arguments, so that worker processes can run it (`--jobs`)."""
+    from fusesim.sim import simulate
+
+    chain, hw, strategy, rank, want_trace = job
+    plan, predicted_ns, reason = _plan(chain, hw, strategy, rank)
+    row: dict[str, Any] = {"case": chain.case_id, "strategy": strategy}
+    if plan is None:
+        row.update(infeasible=reason)
+        return row, None
+    r = simulate(plan, hw, trace=want_trace)
+    if strategy == "best":
+        row["plan_strategy"] = plan.strategy
+    row.update({
+        "time_us": r.time_us,
+        "bytes": r.bytes,
+        "utilization": r.utilization,
+        "sim": {"events": r.events, "wall_s": r.wall_s},
+        "predicted_time_us": predicted_ns / 1e3 if predicted_ns is not None else None,
+        "floor_us": chain.floor_ns(hw, plan.instruction) / 1e3,
+        "plan": plan.summary(),
+        "instruction": plan.instruction,
+    })
+    return row, r.trace
+
+
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from fusesim.sim import simulate
-
+    if args.jobs < 1:
+        raise InputError("<command line>", "--jobs", f"must be at least 1 (got {args.jobs})")
     hw = hardware_arg(args.hw)
-    jobs = _jobs(args)
-    results: list[dict[str, Any]] = []
-    traces: list[tuple[str, list[dict[str, Any]]]] = []
-    bar = tqdm(jobs, desc="simulate", unit="plan", file=sys.stderr, disable=not sys.stderr.isatty())
-    for chain, strategy in bar:
-        bar.set_postfix_str(f"{chain.case_id} {strategy}")
-        plan, predicted_ns, reason = _plan(chain, hw, strategy, args.rank)
-        row: dict[str, Any] = {"case": chain.case_id, "strategy": strategy}
-        if plan is None:
-            row.update(infeasible=reason)
-            results.append(row)
-            continue
-        r = simulate(plan, hw, trace=bool(args.trace))
-        if strategy == "best":
-            row["plan_strategy"] = plan.strategy
-        row.update({
-            "time_us": r.time_us,
-            "bytes": r.bytes,
-            "utilization": r.utilization,
-            "sim": {"events": r.events, "wall_s": r.wall_s},
-            "predicted_time_us": predicted_ns / 1e3 if predicted_ns is not None else None,
-            "floor_us": chain.floor_ns(hw, plan.instruction) / 1e3,
-            "plan": plan.summary(),
-            "instruction": plan.instruction,
-        })
-        results.append(row)
-        if r.trace is not None:
-            traces.append((f"{chain.case_id} {plan.strategy}", r.trace))
+    jobs = [(chain, hw, strategy, args.rank, bool(args.trace)) for chain, strategy in _jobs(args)]
+    bar = tqdm(total=len(jobs), desc="simulate", unit="plan", file=sys.stderr, disable=not sys.stderr.isatty())
+    if args.jobs == 1 or len(jobs) < 2:
+        done = []
+        for job in jobs:
+            bar.set_postfix_str(f"{job[0].case_id} {job[2]}")
+            done.append(_simulate_job(job))
+            bar.update()
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=min(args.jobs, len(jobs))) as pool:
+            done = []
+            for out in pool.map(_simulate_job, jobs):  # in order: the same rows as one process gives
+                done.append(out)
+                bar.update()
+    bar.close()
+    results = [row for row, _trace in done]
+    traces = [(f"{row['case']} {row.get('plan_strategy', row['strategy'])}", trace)
+              for row, trace in done if trace is not None]
     _speedups(results)
     if args.trace:
         atomic_write(args.trace, _merge_traces(traces))
