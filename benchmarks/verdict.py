@@ -79,6 +79,7 @@ def main() -> int:
         "| hardware file | a strategy's plan | verdicts agree (of 26) |", "| --- | --- | --- |"]
     for (cfg, rank), vs in results.items():
         lines.append(f"| `{cfg}` | `--rank {rank}` | {score(vs)} |")
+    summary = len(lines)
     lines += ["", "The same verdicts against the earlier final runs (the same plan sets on other device "
               f"machines; `{main_cfg[0]}`, `--rank {main_cfg[1]}`):", ""]
     for label, pattern in EARLIER.items():
@@ -102,7 +103,7 @@ def main() -> int:
     for v in results[main_cfg]:
         lines.append(f"- {v.case}: " + "; ".join(f"{s}: {p}" for s, p in v.simulated_plans.items()))
     Path(args.out).write_text("\n".join(lines) + "\n")
-    print("\n".join(lines[:len(CONFIGS) + 12]))
+    print("\n".join(lines[:summary]))
     return 0
 
 
