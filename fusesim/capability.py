@@ -28,6 +28,7 @@ What the generated kernels are (fusesim/codegen):
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -107,6 +108,18 @@ def generator_switches(switches: dict[str, bool | int]) -> Iterator[None]:
         yield
     finally:
         GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED = saved
+
+
+# the wgmma templates' implicit im2col A loader (k1 x k1 conv chains): False keeps those chains on mma_sync
+# (environment FUSESIM_WGMMA_IM2COL=0 / 1 overrides the default)
+WGMMA_IM2COL = os.environ.get("FUSESIM_WGMMA_IM2COL", "1") != "0"
+
+
+def wgmma_im2col(chain: Chain) -> bool:
+    """Whether the wgmma templates load GEMM0's A by implicit im2col: a k1 x k1 conv chain (k1 > 1),
+    whose A rows the producer warpgroup copies with cp.async (tile.cuh Im2colRows::load_sw128) into
+    the swizzled ring while one thread issues the weights' TMA loads."""
+    return chain.conv is not None and chain.conv.k1 > 1
 
 
 def im2col_rows_hoisted(chain: Chain, block_k: int) -> bool:
@@ -229,7 +242,11 @@ def _common(plan: Plan) -> str | None:
     if plan.instruction not in INSTRUCTIONS:
         return f"instruction {plan.instruction!r}: the generator emits {' or '.join(INSTRUCTIONS)}"
     if plan.instruction == "wgmma" and ch.conv is not None and ch.conv.k1 > 1:
-        return "wgmma family: no implicit im2col (TMA loads a plain [M, K] A), conv k1 > 1 needs mma_sync"
+        if not WGMMA_IM2COL:
+            return "wgmma family: implicit im2col is switched off (capability.WGMMA_IM2COL); conv k1 > 1 needs mma_sync"
+        if ch.conv.ic % WGMMA_BLOCK_K:
+            return (f"wgmma family: implicit im2col needs IC = {ch.conv.ic} to be a multiple of {WGMMA_BLOCK_K} "
+                    "(a k tile must not straddle a filter tap); use mma_sync")
     if ch.activation not in SUPPORTED_ACTIVATIONS:
         return f"activation {ch.activation!r} not supported"
     if ch.gated and ch.activation != "silu":
@@ -422,8 +439,8 @@ def fused_wgmma_problem(plan: Plan) -> str | None:
     block_m 64 | 128 (threads 128 x (1 + block_m / 64)), block_n 64 | 128 | 256 (sequential gating
     <= 128), block_k 64, block_l a multiple of 64 (E in sub-tiles of fused_wgmma_sub_l), one N chunk
     (n_passes 1), K slices of whole k tiles when cls_k > 1 (a single slice may end in a zero-filled
-    tail), SMEM within the limit. (No implicit im2col: `_common` rejects conv k1 > 1 for every wgmma
-    plan before this runs.)"""
+    tail), SMEM within the limit. A k1 x k1 conv chain loads A by implicit im2col (`wgmma_im2col`;
+    `_common` requires IC to be a multiple of 64 before this runs)."""
     ch, c, t = plan.chain, plan.cluster, plan.tiles
     if t.block_m not in WGMMA_BLOCK_M or t.block_n not in WGMMA_BLOCK_N or t.block_k != WGMMA_BLOCK_K:
         return (f"fused wgmma tiles {t.block_m}x{t.block_n}x{t.block_k} (block_m in {WGMMA_BLOCK_M}, "

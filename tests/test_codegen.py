@@ -191,8 +191,11 @@ def test_wgmma_rejections_outside_the_template():
     k0 = plan.kernels[0]
     assert "threads" in can_build(plan.with_(kernels=(k0.__class__(**{**k0.__dict__, "threads": 256}),
                                                       plan.kernels[1])))[1]
-    conv = unfused(_REP_CONV3, 64, 64, 64).with_(instruction="wgmma")
-    assert "im2col" in can_build(conv)[1]
+    narrow = Chain("tn", "conv_chain", 14 * 14, 128, 9 * 32, 256, "relu", False, conv=ConvGeom(1, 14, 14, 32, 3))
+    assert "im2col" in can_build(unfused_wgmma(narrow, 128, 64, 4))[1]  # a k tile would straddle two taps
+    assert can_build(unfused_wgmma(_REP_CONV3, 128, 64, 4))[0]
+    src = generate(unfused_wgmma(_REP_CONV3, 128, 64, 4)).code
+    assert "load_sw128" in src and src.count("FULL_ARRIVALS") == 2  # gemm0 copies A; gemm1 is plain TMA
     mma = unfused(CH, 64, 64, 64)
     k0 = mma.kernels[0]
     split = mma.with_(kernels=(k0.__class__(**{**k0.__dict__, "grid_blocks": 2 * k0.grid_blocks}), mma.kernels[1]))

@@ -864,3 +864,20 @@ def test_cli_jobs_give_the_same_rows_as_one_process(capsys, tmp_path):
     one, two = run("1"), run("2")
     assert one == two and len(one[0]) == 6
     assert main(["simulate", str(ROOT / "workloads/paper_gemm_chains.yaml"), "--hw", "h200", "--jobs", "0"]) == 2
+
+
+def test_wgmma_im2col_stages_move_their_a_rows_at_the_ldst_rate(monkeypatch):
+    """The wgmma templates' implicit im2col copies A with cp.async beside the weights' TMA loads: such a
+    stage is slower than an all-TMA stage of the same bytes, and only the im2col kernels have such stages."""
+    from fusesim.codegen.handplans import representative_plans
+    from fusesim.sim import gpu as sim_gpu
+
+    hw = load_hardware("hw_configs/h200.yaml")
+    reps = representative_plans()
+    conv = [reps["gemm_wgmma_conv3x3_m64_two_images"], reps["fused_wgmma_conv3x3_smem"]]
+    plain = reps["fused_wgmma_smem_inter_cluster"]
+    with_ldst = [simulate(p, hw).time_ns for p in [*conv, plain]]
+    monkeypatch.setattr(sim_gpu.Cohort, "stage_port", lambda self, l2_bytes, ldst_bytes: self.port)
+    all_tma = [simulate(p, hw).time_ns for p in [*conv, plain]]
+    assert all(a > b for a, b in zip(with_ldst[:2], all_tma[:2], strict=True))
+    assert with_ldst[2] == all_tma[2]

@@ -174,6 +174,7 @@ def render_gemm_wgmma(plan: Plan, name: str, prefetch_max_bytes: int | None = No
             and kernel_split(kern, rows, cols) > 1,
             "prefetch_bytes": min(d_bytes, cap) // 16 * 16 if idx == 0 else 0,
             "convert_batch": capability.CONVERT_BATCH if kernel_split(kern, rows, cols) > 1 else 1,
+            "im2col": idx == 0 and capability.wgmma_im2col(ch),
         })
     return _env().get_template("gemm_wgmma.cu.j2").render(**_common_vars(plan), gemms=gemms)
 
@@ -188,7 +189,7 @@ def render_fused_wgmma(plan: Plan, name: str) -> str:
         cls_m=c.m, cls_n=c.n, cls_k=c.k, cls_l=c.l, grid_m=plan.grid_m, n_split=plan.n_split,
         stages=plan.stages, gated_mode=plan.gated_mode, smem_bytes=layout.total,
         er_alias=layout.receive_aliased, mma0_asm=wgmma_asm(t.block_n), mma1_asm=wgmma_asm(sub_l),
-        convert_batch=capability.CONVERT_BATCH if plan.n_split > 1 else 1,
+        convert_batch=capability.CONVERT_BATCH if plan.n_split > 1 else 1, im2col=capability.wgmma_im2col(plan.chain),
     )
 
 

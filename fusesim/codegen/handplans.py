@@ -245,6 +245,8 @@ def _chain(cid: str, m: int, n: int, k: int, l: int, act: str = "gelu", gated: b
 _REP_FFN = _chain("t", 96, 2048, 512, 512, "gelu")
 _REP_GATED = _chain("tg", 96, 1024, 256, 256, gated=True)
 _REP_CONV = Chain("tc", "conv_chain", 14 * 14, 128, 9 * 64, 256, "relu", False, conv=ConvGeom(1, 14, 14, 64, 3))
+# two 7x7 images of 128 channels: A rows cross an image boundary inside a tile, K = 1152 splits in two
+_REP_CONV2 = Chain("tc2", "conv_chain", 2 * 7 * 7, 256, 9 * 128, 128, "gelu", False, conv=ConvGeom(2, 7, 7, 128, 3))
 
 
 def representative_plans() -> dict[str, Plan]:
@@ -291,6 +293,13 @@ def representative_plans() -> dict[str, Plan]:
         "fused_wgmma_large_l_predicated_silu": fused(_chain("ts", 77, 128, 1024, 4096, "silu"),
                                                      ClusterShape(1, 1, 1, 1), 64, 128, 64, n_split=1, stages=4,
                                                      instruction="wgmma"),
+        # implicit im2col in the wgmma templates (cp.async A rows + TMA weights on one ring)
+        "gemm_wgmma_conv3x3_split_predicated": unfused_wgmma(_REP_CONV, 128, 64, 4, split0=3, bn1=128),
+        "gemm_wgmma_conv3x3_m64_two_images": unfused_wgmma(_REP_CONV2, 64, 128, 3, split1=2, bn1=64),
+        "fused_wgmma_conv3x3_smem": fused(_REP_CONV, ClusterShape(1, 1, 1, 1), 64, 128, 64, n_split=1, stages=4,
+                                          instruction="wgmma"),
+        "fused_wgmma_conv3x3_cls_k2_two_images": fused(_REP_CONV2, ClusterShape(1, 2, 2, 2), 64, 64, 64, n_split=2,
+                                                       stages=2, instruction="wgmma"),
     }
 
 

@@ -59,6 +59,8 @@ def family_plans() -> dict[str, Plan]:
             ch, ClusterShape(2, 4, 2, 8), 64, 64, 64, n_split=1),
         "fused dsm (exchange + 16-block ring), cluster 16": fused(wide, ClusterShape(1, 8, 2, 16), 64, 64, 64,
                                                                   n_split=1),
+        "gemm_wgmma implicit im2col (conv3x3, cp.async A + TMA B on one ring, split-K 3, predicated M), cluster 1":
+            representative_plans()["gemm_wgmma_conv3x3_split_predicated"],
         **{f"fused_wgmma ({name[len('fused_wgmma_'):].replace('_', ' ')}), cluster {plan.cluster.size}": plan
            for name, plan in representative_plans().items() if name.startswith("fused_wgmma")},
     }

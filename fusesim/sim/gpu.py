@@ -152,6 +152,9 @@ class Cohort:
         # the TMA ring's producer fills every stage at the start (all are empty); the consumers free
         # stage t - 1 only during stage t (after wgmma.wait_group 1), so stage 0 frees none
         self.tma_ring = family == "wgmma" and self.stages > 1
+        # the wgmma templates' implicit im2col: GEMM0's A rows come by 16-byte cp.async (the ld/st
+        # path) beside the weights' TMA loads, so such a stage moves its A bytes at the ld/st rate
+        self.ldst_port = ldst_port_bytes_per_ns(self.hw)
         self._hold_first = False
         self._blocked = False
         self._last_load_ns = 0.0
@@ -199,21 +202,30 @@ class Cohort:
         if nxt is PHASE:
             self._blocked = True
             return
-        granules, l2_bytes = nxt
+        granules, l2_bytes, *ldst = nxt  # (+ the bytes of it that come by ld/st, see stage_port)
+        port = self.stage_port(l2_bytes, ldst[0]) if ldst else self.port
         if delay_ns <= 0:
-            self._pending.append(self._load(granules, l2_bytes))
+            self._pending.append(self._load(granules, l2_bytes, port))
             return
         slot = self.env.event()  # the consumer waits on the stage before its copies are even issued
         self._pending.append(slot)
 
         def issue(_e: simpy.Event) -> None:
-            self._load(granules, l2_bytes).callbacks.append(lambda _l: slot.succeed())
+            self._load(granules, l2_bytes, port).callbacks.append(lambda _l: slot.succeed())
 
         self.env.timeout(delay_ns).callbacks.append(issue)
 
-    def _load(self, granules: list, l2_bytes: int) -> simpy.Event:
+    def stage_port(self, l2_bytes: int, ldst_bytes: int) -> float | None:
+        """An SM's rate for a stage of which `ldst_bytes` come by 16-byte cp.async and the rest by TMA
+        (the wgmma templates' implicit im2col): one port, each part at its own rate, in turn."""
+        if self.ldst_port is None or ldst_bytes <= 0 or l2_bytes <= 0:
+            return self.port
+        tma = self.port or self.mem.sm_load_bytes_per_ns
+        return l2_bytes / (ldst_bytes / self.ldst_port + max(l2_bytes - ldst_bytes, 0) / tma)
+
+    def _load(self, granules: list, l2_bytes: int, port: float | None) -> simpy.Event:
         start = self.env.now
-        ev = self.mem.load(granules, l2_bytes, self.sms, self.port)
+        ev = self.mem.load(granules, l2_bytes, self.sms, port)
         if self.trace is not None:
             ev.callbacks.append(lambda _e, s=start: self._trace_load(s))
         return ev

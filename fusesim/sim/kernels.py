@@ -285,6 +285,8 @@ class GemmCohort(Cohort):
         self.dsm_split = self.split > 1 and kernel.cluster_size > 1
         # gemm_wgmma.cu.j2 stages a split-K partial in its drained ring and red.adds row pieces where
         # it fits (capability's rule), else every thread red.adds its accumulator fragments
+        # gemm_wgmma's implicit im2col: gemm0's A rows by cp.async beside the weights' TMA loads
+        self.im2col_ldst = plan.instruction == "wgmma" and kernel.op == "gemm0" and capability.wgmma_im2col(plan.chain)
         self.staged_rows = (plan.instruction == "wgmma" and self.ws is not None and not self.dsm_split
                             and capability.wgmma_split_rows_staged(self.bm, self.bn, kernel.stages, len(self.rhs) > 1))
 
@@ -304,12 +306,13 @@ class GemmCohort(Cohort):
             gran, l2_bytes = self.lhs.keys_grid([m * bm for (m, _s), _c in rows],
                                                 [(self.parts[s][0] + step) * bk for (_m, s), _c in rows], bm, bk,
                                                 [c for _k, c in rows])
+            a_bytes = l2_bytes
             k0s = [(self.parts[s][0] + step) * bk for (_n, s), _c in cols]
             for r in self.rhs:
                 g, b = r.keys_grid(k0s, [n * bn for (n, _s), _c in cols], bk, bn, [c for _k, c in cols])
                 gran += g
                 l2_bytes += b
-            yield gran, l2_bytes
+            yield (gran, l2_bytes, a_bytes) if self.im2col_ldst else (gran, l2_bytes)
 
     def consume(self):
         yield self.env.timeout(params.BLOCK_PROLOGUE_CYCLES * self.hw.cycle_ns)
@@ -443,6 +446,8 @@ class FusedCohort(Cohort):
         ch = plan.chain
         t = plan.tiles
         cl = plan.cluster
+        # fused_wgmma's implicit im2col: GEMM0's A rows by cp.async beside the weights' TMA loads
+        self.im2col_ldst = plan.instruction == "wgmma" and capability.wgmma_im2col(ch)
         self.cl = cl
         self.bm, self.bn, self.bk = t.block_m, t.block_n, t.block_k
         self.bl = t.block_l or ch.l // cl.l
@@ -514,11 +519,12 @@ class FusedCohort(Cohort):
             for step in range(self.k_steps):
                 off = step * bk
                 gran, l2_bytes = lay["A"].keys_grid(a_r0, [k + off for k in a_k], bm, bk, a_cnt)
+                a_bytes = l2_bytes
                 for name, (ks, ns, cs) in by_tensor.items():
                     g, nbytes = lay[name].keys_grid([k + off for k in ks], ns, bk, bn, cs)
                     gran += g
                     l2_bytes += nbytes
-                yield gran, l2_bytes
+                yield (gran, l2_bytes, a_bytes) if self.im2col_ldst else (gran, l2_bytes)
             # GEMM1: block b = n_i*cls_k + k_j is position q = b % cls_l of shuffle group g = b // cls_l;
             # the group covers slices g*shuffle .. of this chunk, the block the L range q. At ring
             # step t a block holds slice (n_i + t) % shuffle of its group (fused.cu.j2's `ring`).

@@ -172,6 +172,23 @@ struct Im2colRows {
       cp_async16(s + row * lds + col, ok ? shifted + (long)m[i] * IC + col : img, ok);
     }
   }
+
+  // The same copies into a wgmma A operand (COLS = 64: one 128-byte row per pixel) with the 128-byte
+  // swizzle that TMA writes and a K-major descriptor reads: 16-byte chunk q of row r at
+  // r * 128 + ((q ^ (r % 8)) * 16) from a 1024-byte aligned `s`.
+  __device__ __forceinline__ void load_sw128(unsigned char* s, const bf16* img, int k0) const {
+    static_assert(COLS == 64, "a 128-byte swizzled row holds 64 bf16");
+    const int tap = k0 / IC, dy = tap / K1 - PAD, dx = tap % K1 - PAD;
+    const bf16* shifted = img + ((long)dy * W + dx) * IC + k0 % IC;
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+      const int c = threadIdx.x + i * THREADS;
+      if (CHUNKS % THREADS != 0 && c >= CHUNKS) continue;
+      const int row = c / CPR, q = c % CPR;
+      const bool ok = (unsigned)(y[i] + dy) < (unsigned)H && (unsigned)(x[i] + dx) < (unsigned)W;
+      cp_async16(s + row * 128 + ((q ^ (row & 7)) << 4), ok ? shifted + (long)m[i] * IC + q * 8 : img, ok);
+    }
+  }
 };
 
 // ---- epilogue math ---------------------------------------------------------------------------------
