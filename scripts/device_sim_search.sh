@@ -30,6 +30,7 @@ for wl in gemm_chains gated_ffn conv_chains; do
     --out "$DEST/$PREFIX$wl.json" | tail -12 || rc=1
 done
 for wl in gemm_chains gated_ffn conv_chains; do
+  [ "${NCU:-1}" = 0 ] && break  # NCU=0: times only (the verdict needs no bytes)
   step "ncu $wl"
   [ -f "$DEST/$PREFIX$wl.json" ] || continue
   timeout 200 python3 -m fusesim.gpu.ncu --all "$DEST/$PREFIX$wl.json" "$DEST/$PREFIX$wl.json" \
