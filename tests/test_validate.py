@@ -174,13 +174,18 @@ def test_committed_final_run_meets_the_validation_targets() -> None:
 def test_fusion_verdict_on_the_committed_final_run() -> None:
     """Should it be fused? Per paper case, the plans `fusesim simulate` runs per strategy (ranked by
     simulation) give the same answer as the final run's fastest measured plans on at least 24 of 26
-    cases (26 today, benchmarks/verdict.md), and the fused / unfused speedup within 25% on average;
-    a tie (measured within VERDICT_TIE of 1) accepts either answer, nothing else does."""
+    cases (24 today, benchmarks/verdict.md: C5 and C6, whose fused wgmma im2col kernels simulate too
+    fast), and the fused / unfused speedup within 25% on average; C5-C8 are measured in the run that
+    timed the wgmma im2col kernels the planner now picks for them (the final run predates them).
+    A tie (measured within VERDICT_TIE of 1) accepts either answer, nothing else does."""
     from fusesim.validate import VERDICT_TIE, Verdict, fusion_verdicts
 
     hw = load_hardware(ROOT / "hw_configs" / "h200_calibrated.yaml")
     files = sorted(str(p) for p in (ROOT / "results" / "h200").glob("final_paper_*.json"))
-    verdicts = fusion_verdicts(files, hw, rank="simulated")
+    im2col = sorted(str(p) for p in (ROOT / "results" / "h200").glob("wgmma_im2col_paper_*.json"))
+    later = {v.case: v for v in fusion_verdicts(im2col, hw, rank="simulated")}
+    assert sorted(later) == ["C5", "C6", "C7", "C8"]
+    verdicts = [later.get(v.case, v) for v in fusion_verdicts(files, hw, rank="simulated")]
     assert len(verdicts) == 26 and all(v.agrees is not None for v in verdicts)
     assert sum(v.agrees for v in verdicts) >= 24, [v.case for v in verdicts if not v.agrees]
     errs = [abs(v.simulated_speedup / v.measured_speedup - 1) for v in verdicts]
