@@ -283,10 +283,10 @@ class GemmCohort(Cohort):
         self.eb = ch.dtype_bytes
         self.ws = layouts.get(SPLIT_WORKSPACE + out) if self.split > 1 else None
         self.dsm_split = self.split > 1 and kernel.cluster_size > 1
-        # gemm_wgmma.cu.j2 stages a split-K partial in its drained ring and red.adds row pieces where
-        # it fits (capability's rule), else every thread red.adds its accumulator fragments
         # gemm_wgmma's implicit im2col: gemm0's A rows by cp.async beside the weights' TMA loads
         self.im2col_ldst = plan.instruction == "wgmma" and kernel.op == "gemm0" and capability.wgmma_im2col(plan.chain)
+        # gemm_wgmma.cu.j2 stages a split-K partial in its drained ring and red.adds row pieces where
+        # it fits (capability's rule), else every thread red.adds its accumulator fragments
         self.staged_rows = (plan.instruction == "wgmma" and self.ws is not None and not self.dsm_split
                             and capability.wgmma_split_rows_staged(self.bm, self.bn, kernel.stages, len(self.rhs) > 1))
 
