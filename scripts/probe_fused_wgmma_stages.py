@@ -17,6 +17,9 @@ latest block's lead over the cluster's median block, which a cluster barrier aft
 
     python3 scripts/probe_fused_wgmma_stages.py OUT.json CASE:INDEX ...   (on the GPU machine)
     python3 scripts/probe_fused_wgmma_stages.py --sim OUT.json [HW.yaml]  (here: next to the simulator's)
+    python3 scripts/probe_fused_wgmma_stages.py [--from GLOB] --build CASE:INDEX ...  (here: into FUSESIM_CACHE)
+(--from GLOB: the plans of those bench files instead of the final run's, e.g. the wgmma im2col run's; an
+implicit-im2col kernel gets its producer's stamps too, see producer_lags)
 """
 
 from __future__ import annotations
@@ -33,10 +36,27 @@ from globaltimer_stamps import apply_marks, load_verified, stamp_decl, stamped_l
 
 MAX_JOBS = 256
 TAIL = ("last_wgmma", "block_sync", "cluster_sync", "slices_in", "summed", "reduced")
-STAMP_DECL = (f"\n#define FS_MAX_JOBS {MAX_JOBS}\n#define FS_TAIL (FS_MAX_JOBS + 5)"
-              + stamp_decl(f"g_fs_st[2048][FS_MAX_JOBS + 5 + {len(TAIL)}]", "g_fs_st"))
+PROD = MAX_JOBS + 5 + len(TAIL)  # first producer slot
+WIDTH = PROD + 2 * MAX_JOBS
+STAMP_DECL = (f"\n#define FS_MAX_JOBS {MAX_JOBS}\n#define FS_TAIL (FS_MAX_JOBS + 5)\n#define FS_PROD {PROD}"
+              f"\n#define FS_ARR {PROD + MAX_JOBS}" + stamp_decl(f"g_fs_st[2048][{WIDTH}]", "g_fs_st"))
 # slots per block: 0 entry, 1 GEMM0 done, 2 end, 3 SM id, 4 jobs stamped, 5.. one per job, then TAIL
-# (0 where the plan has no such step)
+# (0 where the plan has no such step); then, for an implicit-im2col kernel, the producer's thread 0 per
+# job: when it found the stage empty (FS_PROD + j), and when it arrived on GEMM0 job j's full barrier
+# (FS_ARR + j), `LAG` jobs later, once its copies had landed
+FINAL = "results/h200/final_paper_*.json"
+PRODUCER = [  # the implicit-im2col producer loop (fused_wgmma.cu.j2 `{% if im2col %}`)
+    ("      fs::wg::mbar_wait(empty + s, ((j / STAGES) & 1) ^ 1);\n      if (j < KT0) {\n        const int kk",
+     "      fs::wg::mbar_wait(empty + s, ((j / STAGES) & 1) ^ 1);\n"
+     "      if (threadIdx.x == 0 && j < FS_MAX_JOBS) g_fs_st[blockIdx.x][FS_PROD + j] = fs_now();\n"
+     "      if (j < KT0) {\n        const int kk"),
+    ("        fs::wg::mbar_arrive(full + (j - LAG) % STAGES);\n",
+     "        fs::wg::mbar_arrive(full + (j - LAG) % STAGES);\n"
+     "        if (threadIdx.x == 0 && j - LAG < FS_MAX_JOBS) g_fs_st[blockIdx.x][FS_ARR + j - LAG] = fs_now();\n"),
+    ("    for (int j = JOBS > LAG ? JOBS - LAG : 0; j < KT0; ++j) fs::wg::mbar_arrive(full + j % STAGES);\n",
+     "    for (int j = JOBS > LAG ? JOBS - LAG : 0; j < KT0; ++j) {\n      fs::wg::mbar_arrive(full + j % STAGES);\n"
+     "      if (threadIdx.x == 0 && j < FS_MAX_JOBS) g_fs_st[blockIdx.x][FS_ARR + j] = fs_now();\n    }\n"),
+]
 WAIT = "fs::wg::mbar_wait(full + s, (j / STAGES) & 1);\n"
 STAMP_JOB = ("fs::wg::mbar_wait(full + s, (j / STAGES) & 1);\n"
              "          if (threadIdx.x == 128 && j < FS_MAX_JOBS) { g_fs_st[blockIdx.x][5 + j] = fs_now(); "
@@ -77,20 +97,42 @@ def instrument(code: str) -> str:
     ]
     code = apply_marks(code, marks, once=True)
     code = apply_marks(code, tail, once=True)
+    if "arows.load_sw128" in code:
+        code = apply_marks(code, PRODUCER, once=True)
     if code.count(WAIT) != 2:  # GEMM0's and GEMM1's consumer waits (the producer waits on `empty`)
         raise SystemExit("template changed: expected two consumer full-barrier waits")
     return code.replace(WAIT, STAMP_JOB)
 
 
-def final_plans() -> dict[str, list[dict]]:
+def final_plans(pattern: str = FINAL) -> dict[str, list[dict]]:
     plans: dict[str, list[dict]] = {}
-    for f in sorted(glob.glob("results/h200/final_paper_*.json")):
+    for f in sorted(glob.glob(pattern)):
         for c in json.loads(Path(f).read_text())["cases"]:
             plans[c["case"]] = [{"plan": p["plan"], "us": p["time"]["queued_median_us"]} for p in c["plans"]]
     return plans
 
 
-def block_summary(row: list[int], kt0: int, t_ref: int) -> dict[str, float]:
+def producer_lags(row: list[int], jobs: int, kt0: int, stages: int) -> dict[str, float]:
+    """An implicit-im2col block's producer chain, medians over GEMM0's jobs, us: `p_react`, from the
+    consumers seeing job j - stages + 1 full (they free job j - stages in that stage) to the producer
+    finding job j's stage empty; `p_issue_to_arrive`, from finding job t + lag's stage empty to arriving
+    on job t (its own copies issued, job t's landed, the proxy fence); `c_wake`, from that arrival (its
+    thread 0's) to the consumers seeing job t full."""
+    lag = max(stages - 2, 0)
+    full = [row[5 + j] for j in range(jobs)]
+    prod = [row[PROD + j] for j in range(min(jobs, MAX_JOBS))]
+    arr = [row[PROD + MAX_JOBS + t] for t in range(min(kt0, MAX_JOBS))]
+    react = [prod[j] - full[j - stages + 1] for j in range(stages, min(jobs, len(prod))) if prod[j]]
+    issue = [arr[t] - prod[t + lag] for t in range(len(arr)) if arr[t] and t + lag < len(prod) and prod[t + lag]]
+    wake = [full[t] - arr[t] for t in range(min(len(arr), jobs)) if arr[t]]
+
+    def med(v: list[int]) -> float:
+        return statistics.median(v) / 1e3 if v else 0.0
+
+    return {"p_react": med(react), "p_issue_to_arrive": med(issue), "c_wake": med(wake)}
+
+
+def block_summary(row: list[int], kt0: int, t_ref: int, stages: int = 0) -> dict[str, float]:
     """One block's stamps -> us: first data, GEMM0 and GEMM1 per stage, gap between them, tail."""
     n = row[4]
     jobs = [(row[5 + i] - t_ref) / 1e3 for i in range(n)]
@@ -105,6 +147,8 @@ def block_summary(row: list[int], kt0: int, t_ref: int) -> dict[str, float]:
             steps["tail_" + name] = t - prev
             prev = t
     steps["tail_end"] = end - prev
+    if stages and row[PROD]:  # the im2col producer: see producer_lags
+        steps.update(producer_lags(row, n, kt0, stages))
     return {**steps, "entry": entry, "first_data": jobs[0] - entry,
             "g0_per_stage": (g0[-1] - g0[0]) / (len(g0) - 1) if len(g0) > 1 else 0.0,
             "g0_last_to_done": g0_done - g0[-1],
@@ -147,7 +191,7 @@ def summarize(blocks: list[dict[str, float]]) -> dict[str, float]:
     return out
 
 
-def device(out: Path, picks: list[str]) -> int:
+def device(out: Path, picks: list[str], pattern: str = FINAL) -> int:
     import ctypes
 
     import torch
@@ -155,9 +199,9 @@ def device(out: Path, picks: list[str]) -> int:
     from fusesim.codegen import generate
     from fusesim.plan import Plan
 
-    listed = final_plans()
+    listed = final_plans(pattern)
     result = {"what": __doc__.splitlines()[0], "gpu": torch.cuda.get_device_name(), "plans": {}}
-    width = MAX_JOBS + 5 + len(TAIL)
+    width = WIDTH
     host = (ctypes.c_ulonglong * (2048 * width))()
     for pick in picks:
         case, idx = pick.split(":")
@@ -169,11 +213,12 @@ def device(out: Path, picks: list[str]) -> int:
         kern, ver = load_verified(plan, src.name + "_stages", instrument(src.code))
         grid = plan.kernels[0].grid_blocks
         kt0 = source_kt0(src.code)
+        stages = int(re.search(r"STAGES = (\d+)", src.code).group(1))
         reps, marks = [], []
         for _ in stamped_launches(kern, host):
             rows = [[host[b * width + i] for i in range(width)] for b in range(grid)]
             t_ref = min(r[0] for r in rows)
-            reps.append(summarize([block_summary(r, kt0, t_ref) for r in rows]))
+            reps.append(summarize([block_summary(r, kt0, t_ref, stages) for r in rows]))
             marks.append([block_marks(r, kt0, t_ref) for r in rows])
         order = sorted(range(len(reps)), key=lambda i: reps[i]["end_max"])
         med = reps[order[len(order) // 2]]
@@ -201,7 +246,9 @@ def line(s: dict[str, float]) -> str:
     steps = " ".join(f"{k[5:]} {v:.2f}" for k, v in s.items() if k.startswith("tail_"))
     return (f"[tail: {steps}] " f"jobs {s['jobs']:3d} | first data {s['first_data']:.2f} | g0 {s['g0_per_stage'] * 1e3:5.0f} ns/stage | "
             f"g0 done +{s['g0_last_to_done'] * 1e3:4.0f} | exchange {s['exchange']:.2f} | g1 {s['g1_per_stage'] * 1e3:5.0f} "
-            f"ns/stage | tail {s['tail']:.2f} | end {s['end']:.2f} (max {s['end_max']:.2f}, entries to {s['entry_max']:.2f})")
+            f"ns/stage | tail {s['tail']:.2f} | end {s['end']:.2f} (max {s['end_max']:.2f}, entries to {s['entry_max']:.2f})"
+            + (f" | producer: react {s['p_react'] * 1e3:.0f} ns, issue->arrive {s['p_issue_to_arrive'] * 1e3:.0f} ns, "
+               f"consumer wake {s['c_wake'] * 1e3:.0f} ns" if "p_react" in s else ""))
 
 
 def simulated(plan_dict: dict, hw_path: str) -> dict[str, float]:
@@ -242,7 +289,28 @@ def main() -> int:
                   f"{m['g1_per_stage'] * 1e3:4.0f} / {sim['g1_per_stage'] * 1e3:4.0f} | {gap:.2f} / {sim['g0_to_g1']:.2f} | "
                   f"{m['tail']:.2f} / {sim['tail']:.2f}")
         return 0
-    return device(Path(sys.argv[1]), sys.argv[2:])
+    args = sys.argv[1:]
+    pattern = FINAL
+    if args[0] == "--from":  # --from GLOB: CASE:INDEX into those bench files' plans instead of the final run's
+        pattern, args = args[1], args[2:]
+    if args[0] == "--build":  # --build CASE:INDEX ...: compile the instrumented sources into FUSESIM_CACHE here
+        return build_only(args[1:], pattern)
+    return device(Path(args[0]), args[1:], pattern)
+
+
+def build_only(picks: list[str], pattern: str) -> int:
+    """nvcc the instrumented kernels here (the device's build then finds them in the carried cache)."""
+    from fusesim.codegen import Source, generate
+    from fusesim.codegen.build import build
+    from fusesim.plan import Plan
+
+    listed = final_plans(pattern)
+    for pick in picks:
+        case, idx = pick.split(":")
+        plan = Plan.from_dict(listed[case][int(idx)]["plan"])
+        src = generate(plan)
+        print(pick, build(Source(src.name + "_stages", src.family, instrument(src.code)), "so"), flush=True)
+    return 0
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ Prints per GEMM: first block start, median and max first-data latency, the sprea
 
     python3 scripts/probe_wgmma_timeline.py OUT.json     (on the GPU machine; scripts/device_env.sh)
     python3 scripts/probe_wgmma_timeline.py OUT.json PLANS.json CASE:INDEX...   (plans of a bench --plans file)
+    python3 scripts/probe_wgmma_timeline.py --build PLANS.json CASE:INDEX...    (here: nvcc them into FUSESIM_CACHE)
 """
 
 from __future__ import annotations
@@ -60,7 +61,24 @@ def summarize(st: list[list[int]], t_ref: int) -> dict[str, float]:
             "tail_us_median": statistics.median(r[3] - r[2] for r in us), "tail_us_max": max(r[3] - r[2] for r in us)}
 
 
+def build_only(plans_file: str, picks: list[str]) -> int:
+    """nvcc the instrumented kernels here, into FUSESIM_CACHE (the device's build then finds them)."""
+    from fusesim.codegen import Source, generate
+    from fusesim.codegen.build import build
+    from fusesim.plan import Plan
+
+    listed = json.loads(Path(plans_file).read_text())
+    for pick in picks:
+        case, idx = pick.split(":")
+        entry = listed[case][int(idx)]
+        src = generate(Plan.from_dict(entry.get("plan", entry)))
+        print(pick, build(Source(src.name + "_timeline", src.family, instrument(src.code)), "so"), flush=True)
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1] == "--build":  # --build PLANS.json CASE:INDEX ...
+        return build_only(sys.argv[2], sys.argv[3:])
     import ctypes
 
     import torch
