@@ -122,6 +122,13 @@ def wgmma_im2col(chain: Chain) -> bool:
     return chain.conv is not None and chain.conv.k1 > 1
 
 
+def wgmma_im2col_lag(stages: int) -> int:
+    """How many loads after an implicit-im2col stage the wgmma templates' producer threads arrive on
+    its full barrier (their `LAG`): they wait for their own copies with cp.async.wait_group LAG, and
+    LAG <= stages - 2, since the consumers free stage t - 1 only once stage t is full (0: at once)."""
+    return max(stages - 2, 0)
+
+
 def im2col_rows_hoisted(chain: Chain, block_k: int) -> bool:
     """Whether the generated A loader decodes its rows once per block (Im2colRows): a 3x3 conv
     chain whose k tiles never straddle a filter tap, with the switch on."""

@@ -40,7 +40,7 @@ _OPTIONAL = {"cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_asy
              "l2_reuse_bytes", "l2_evict_first_bytes", "tma_refill_ns",
              "inter_cluster_ticket_ns", "l2_fragment_reduction_gbps_per_sm", "l2_fragment_reduction_bandwidth_gbps",
              "l2_row_reduction_gbps_per_sm", "l2_row_reduction_bandwidth_gbps", "pdl_release_us", "im2col_decode_ns",
-             "inter_cluster_convert_ns", "inter_cluster_convert_round_trip_ns"}
+             "inter_cluster_convert_ns", "inter_cluster_convert_round_trip_ns", "wgmma_im2col_arrive_ns"}
 
 
 # The by-cluster-size tables (keys: cluster sizes 2 .. max_cluster_size); the bulk one is optional.
@@ -123,6 +123,10 @@ class Hardware(BaseModel):
     # a two-stage TMA (wgmma family) pipeline: time from the consumers' release of the free stage
     # (empty-barrier arrive) to the producer thread's next bulk copies being issued (None: 0)
     tma_refill_ns: float | None = Field(default=None, ge=0)
+    # the wgmma templates' implicit-im2col producer: from its threads finding a stage empty to the consumers
+    # seeing the GEMM0 stage it arrives on then (stages - 2 jobs back) full: the new job's copies issued,
+    # cp.async.wait_group, the proxy fence, 128 mbarrier arrivals, the consumers' wake (None: 0)
+    wgmma_im2col_arrive_ns: float | None = Field(default=None, ge=0)
     # the mma.sync templates' per-copy implicit im2col loader (load_tile_im2col, before Im2colRows): what
     # one thread spends decoding one 16-byte copy's row and filter tap (four constant divisions, bounds),
     # serial with its warp's MMAs since the same warps issue the copies (None: 0)
@@ -206,6 +210,8 @@ class Hardware(BaseModel):
             v = getattr(self, f)
             if v is not None and v > 10 * self.hbm_latency_ns:
                 raise ValueError(f"{f}: larger than 10 HBM latencies (a fence, or one load round trip and two stores)")
+        if self.wgmma_im2col_arrive_ns is not None and self.wgmma_im2col_arrive_ns > MAX_REFILL_NS:
+            raise ValueError(f"wgmma_im2col_arrive_ns: larger than {MAX_REFILL_NS} ns (the producer's work for one stage)")
         if self.tma_refill_ns is not None and self.tma_refill_ns > MAX_REFILL_NS:
             raise ValueError(f"tma_refill_ns: larger than {MAX_REFILL_NS} ns (a barrier handshake inside one "
                              "pipeline stage)")

@@ -3,7 +3,9 @@ bandwidths, determinism, and the pieces (fluid servers, L2, dispatch) on their o
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import statistics
 from functools import cache
 from pathlib import Path
 
@@ -881,3 +883,33 @@ def test_wgmma_im2col_stages_move_their_a_rows_at_the_ldst_rate(monkeypatch):
     all_tma = [simulate(p, hw).time_ns for p in [*conv, plain]]
     assert all(a > b for a, b in zip(with_ldst[:2], all_tma[:2], strict=True))
     assert with_ldst[2] == all_tma[2]
+
+
+def test_wgmma_im2col_stage_waits_for_the_producer_to_refill_two_stages_on(monkeypatch):
+    """The wgmma im2col producer arrives on GEMM0 stage t only after issuing load t + stages - 2, i.e.
+    after refilling the stage the consumers freed while on stage t - 1: from the third stage on, GEMM0's
+    stages start at least tma_refill_ns apart, whatever the ring's depth; without that lag (arrival as
+    the copies land) they would run at their MMA time, and the kernel would be shorter."""
+    from fusesim import capability
+    from fusesim.codegen.handplans import representative_plans
+
+    hw = load_hardware("hw_configs/h200_calibrated.yaml")
+    plan = representative_plans()["fused_wgmma_conv3x3_smem"]  # 9 GEMM0 stages, a 4-stage ring
+    kt0 = plan.chain.k // plan.kernels[0].tiles.block_k
+
+    def gemm0_starts_ns(p) -> list[float]:
+        spans = [e for e in simulate(p, hw, trace=True).trace or [] if e.get("ph") == "X" and e.get("name") == "mma"]
+        first = min(e["tid"] for e in spans)
+        return sorted(1e3 * e["ts"] for e in spans if e["tid"] == first)[:kt0]
+
+    lagged = gemm0_starts_ns(plan)
+    gaps = [b - a for a, b in zip(lagged[2:], lagged[3:], strict=False)]
+    assert len(gaps) == kt0 - 3 and min(gaps) >= hw.tma_refill_ns - 1e-6
+    deeper = dataclasses.replace(plan, stages=6, kernels=[dataclasses.replace(k, stages=6) for k in plan.kernels])
+    deep_gaps = [b - a for a, b in zip(gemm0_starts_ns(deeper)[2:], gemm0_starts_ns(deeper)[3:], strict=False)]
+    assert abs(statistics.median(deep_gaps) - statistics.median(gaps)) < 1.0
+    t_lagged = simulate(plan, hw).time_ns
+    monkeypatch.setattr(capability, "wgmma_im2col_lag", lambda stages: 0)
+    free = gemm0_starts_ns(plan)
+    assert statistics.median(b - a for a, b in zip(free[2:], free[3:], strict=False)) < hw.tma_refill_ns
+    assert simulate(plan, hw).time_ns < t_lagged

@@ -44,6 +44,14 @@ def smem_operand_bytes(family: str, rows: int, cols: int, depth: int, threads: i
     return stage_bytes + mma_calls * (wn * rows + wm * cols) * depth * elem_bytes
 
 
+def _chain(done: simpy.Event, then: simpy.Event) -> None:
+    """Trigger `then` once `done` has been processed (at once if it already has)."""
+    if done.processed:
+        then.succeed()
+    else:
+        done.callbacks.append(lambda _e: then.succeed())
+
+
 def loads_in_flight(hw: Hardware, family: str, stages: int) -> int:
     """Pipeline stages a block's loads run ahead of its MMAs: `stages - 1` by construction of the
     software pipeline; for the generated mma.sync kernels (cp.async groups) at most
@@ -155,6 +163,15 @@ class Cohort:
         # the wgmma templates' implicit im2col: GEMM0's A rows come by 16-byte cp.async (the ld/st
         # path) beside the weights' TMA loads, so such a stage moves its A bytes at the ld/st rate
         self.ldst_port = ldst_port_bytes_per_ns(self.hw)
+        # ... and each producer thread arrives on such a stage only `im2col_lag` loads after issuing its
+        # copies (capability.wgmma_im2col_lag: stages - 2), once they have landed: the consumers see
+        # stage t full only when the producer has issued load t + lag, i.e. refilled the stage they
+        # freed two stages earlier, so a deeper ring does not let them run further ahead
+        self.im2col_lag = capability.wgmma_im2col_lag(self.stages) if family == "wgmma" else 0
+        self.im2col_arrive_ns = self.hw.wgmma_im2col_arrive_ns or 0.0
+        self._pulled = self._issued = 0  # loads taken from loads(), loads issued (the latter later by delay_ns)
+        self._unarrived: deque[tuple[int, simpy.Event, simpy.Event]] = deque()  # (index, landed, full)
+        self._peeked = None  # the next load when _last_issued looked ahead
         self._hold_first = False
         self._blocked = False
         self._last_load_ns = 0.0
@@ -196,7 +213,7 @@ class Cohort:
         assert self._loads is not None
         if self._blocked:
             return
-        nxt = next(self._loads, None)
+        nxt = self._next_load()
         if nxt is None:
             return
         if nxt is PHASE:
@@ -204,16 +221,58 @@ class Cohort:
             return
         granules, l2_bytes, *ldst = nxt  # (+ the bytes of it that come by ld/st, see stage_port)
         port = self.stage_port(l2_bytes, ldst[0]) if ldst else self.port
+        lagged = bool(ldst) and ldst[0] > 0
+        self._pulled += 1
         if delay_ns <= 0:
-            self._pending.append(self._load(granules, l2_bytes, port))
+            self._pending.append(self._start(granules, l2_bytes, port, lagged))
             return
         slot = self.env.event()  # the consumer waits on the stage before its copies are even issued
         self._pending.append(slot)
 
         def issue(_e: simpy.Event) -> None:
-            self._load(granules, l2_bytes, port).callbacks.append(lambda _l: slot.succeed())
+            self._start(granules, l2_bytes, port, lagged).callbacks.append(lambda _l: slot.succeed())
 
         self.env.timeout(delay_ns).callbacks.append(issue)
+
+    def _start(self, granules: list, l2_bytes: int, port: float | None, lagged: bool) -> simpy.Event:
+        """Issue one load now; the event the consumers wait on: its bytes landed, and for an im2col
+        stage (`lagged`) also the producer's arrival `im2col_lag` loads later (after the last load:
+        once every copy has landed, the template's cp.async.wait_group 0)."""
+        landed = self._load(granules, l2_bytes, port)
+        index = self._issued
+        self._issued += 1
+        full = landed
+        if lagged and self.im2col_lag > 0:
+            full = self.env.event()
+            self._unarrived.append((index, landed, full))
+        if not self._unarrived:
+            return full
+        # the producer's work for this job before the arrival is seen (hw.wgmma_im2col_arrive_ns)
+        work = [self.env.timeout(self.im2col_arrive_ns)] if self.im2col_arrive_ns else []
+        while self._unarrived and self._unarrived[0][0] <= index - self.im2col_lag:
+            _i, done, arrived = self._unarrived.popleft()
+            _chain(self.env.all_of([done, *work]) if work else done, arrived)
+        if self._unarrived and self._last_issued():
+            done = self.env.all_of([*work, *(ev for _i, ev, _f in self._unarrived)])
+            while self._unarrived:
+                _chain(done, self._unarrived.popleft()[2])
+        return full
+
+    def _next_load(self):
+        assert self._loads is not None
+        if self._peeked is not None:
+            nxt, self._peeked = self._peeked, None
+            return nxt
+        return next(self._loads, None)
+
+    def _last_issued(self) -> bool:
+        """Whether the load just issued was the kernel's last (peeks at the next one)."""
+        assert self._loads is not None
+        if self._issued < self._pulled:  # another is about to be issued
+            return False
+        if self._peeked is None:
+            self._peeked = next(self._loads, None)
+        return self._peeked is None
 
     def stage_port(self, l2_bytes: int, ldst_bytes: int) -> float | None:
         """An SM's rate for a stage of which `ldst_bytes` come by 16-byte cp.async and the rest by TMA
