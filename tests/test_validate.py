@@ -173,7 +173,7 @@ def test_committed_final_run_meets_the_validation_targets() -> None:
 
 def test_fusion_verdict_on_the_committed_final_run() -> None:
     """Should it be fused? Per paper case, the plans `fusesim simulate` runs per strategy (ranked by
-    simulation) give the same answer as the final run's fastest measured plans on at least 24 of 26
+    simulation) give the same answer as the final run's fastest measured plans on at least 25 of 26
     cases (25 today, benchmarks/verdict.md: C5 misses, its fused wgmma im2col plan simulating 11%
     fast), and the fused / unfused speedup within 25% on average; C5-C8 are measured in the run that
     timed the wgmma im2col kernels the planner now picks for them (the final run predates them).
@@ -187,7 +187,7 @@ def test_fusion_verdict_on_the_committed_final_run() -> None:
     assert sorted(later) == ["C5", "C6", "C7", "C8"]
     verdicts = [later.get(v.case, v) for v in fusion_verdicts(files, hw, rank="simulated")]
     assert len(verdicts) == 26 and all(v.agrees is not None for v in verdicts)
-    assert sum(v.agrees for v in verdicts) >= 24, [v.case for v in verdicts if not v.agrees]
+    assert sum(v.agrees for v in verdicts) >= 25, [v.case for v in verdicts if not v.agrees]
     errs = [abs(v.simulated_speedup / v.measured_speedup - 1) for v in verdicts]
     assert sum(errs) / len(errs) <= 0.25
     # the rule itself: fused 10% faster measured, simulated 10% slower -> disagree; a 2% measured gap is a tie
