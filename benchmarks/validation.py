@@ -498,7 +498,7 @@ def _sources(pattern: str) -> dict[tuple[str, str], str]:
     return out
 
 
-def wgmma_im2col_section(rows: list[Row]) -> list[str]:
+def wgmma_im2col_section(rows: list[Row], hw: Hardware) -> list[str]:
     """The wgmma templates' implicit-im2col kernels (3x3 conv chains): error per template, and per case
     the plan the simulator predicts fastest among the run's against the run's fastest."""
     if not rows:
@@ -538,17 +538,18 @@ def wgmma_im2col_section(rows: list[Row]) -> list[str]:
     longer = [r.measured_us / r.predicted_us - 1 for r in fused] or [0.0]
     lines += ["", f"Predicted fastest within 3% of the run's fastest: {within} of {len(by_case)} cases. The fused_wgmma "
               f"im2col kernels run {100 * min(longer):+.0f} to {100 * max(longer):+.0f}% against their simulated times.", ""]
-    return lines + im2col_lag_lines(rows)
+    return lines + im2col_lag_lines(rows, hw)
 
 
-def im2col_lag_lines(rows: list[Row]) -> list[str]:
+def im2col_lag_lines(rows: list[Row], hw: Hardware) -> list[str]:
     """What the im2col producer's lagged arrival and its per-job work do to these kernels: the same rows
-    simulated without either, with the lag alone, and as committed (the calibrated file)."""
-    hw = load_hardware(ROOT / CONFIGS[0])
+    simulated without either and with the lag alone, next to `rows` (as committed, on `hw`)."""
     files = sorted(str(p) for p in ROOT.glob(WGMMA_IM2COL))
-    arrive = hw.wgmma_im2col_arrive_ns
-    variants = {"neither (arrival as the copies land)": (0, None), "the lag alone": (None, None),
-                f"the lag and the producer's work ({arrive} ns, committed)": (None, arrive)}
+    no_work = hw.model_copy(update={"wgmma_im2col_arrive_ns": None})
+    with _im2col_lag_off():
+        neither = join(files, no_work)
+    variants = {"neither (arrival as the copies land)": neither, "the lag alone": join(files, no_work),
+                f"the lag and the producer's work ({hw.wgmma_im2col_arrive_ns} ns, committed)": rows}
     lines = ["The producer's threads arrive on an im2col stage `stages - 2` jobs after issuing its copies "
              "(capability.wgmma_im2col_lag; a deeper lag would deadlock), i.e. only once they have refilled the stage "
              "the consumers freed while on the previous stage; so from the third GEMM0 stage on, a stage is full no "
@@ -560,12 +561,7 @@ def im2col_lag_lines(rows: list[Row]) -> list[str]:
              "10.43 / 10.59 / 10.59 us). The rows above, simulated three ways (calibrated file):", "",
              "| im2col arrival | fused_wgmma im2col: mean error, MAPE | gemm_wgmma im2col: mean error, MAPE | all 60: MAPE |",
              "| --- | --- | --- | --- |"]
-    for name, (lag, ns) in variants.items():
-        if lag == 0:
-            with _im2col_lag_off():
-                got = join(files, hw.model_copy(update={"wgmma_im2col_arrive_ns": None}))
-        else:
-            got = join(files, hw.model_copy(update={"wgmma_im2col_arrive_ns": ns}))
+    for name, got in variants.items():
         cells = []
         for strat in ("fused", "unfused"):
             rs = [r for r in got if r.plan is not None and r.plan.instruction == "wgmma"
@@ -799,7 +795,7 @@ def main() -> int:
     lines += all_kernels_lines(kept)
     lines += final_run_section(kept[FINAL_LABEL])
     lines += sim_search_section(kept[SIM_SEARCH_LABEL], kept[PRE_SEARCH_LABEL])
-    lines += wgmma_im2col_section(kept[WGMMA_IM2COL_LABEL])
+    lines += wgmma_im2col_section(kept[WGMMA_IM2COL_LABEL], calibrated)
     lines += own_machine_lines(calibrated)
     lines += run_to_run_lines(kept, calibrated)
     lines += evict_first_cap_lines(calibrated, kept[FINAL_LABEL])

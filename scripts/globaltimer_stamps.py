@@ -63,3 +63,13 @@ def stamped_launches(kern, host, reps: int = 7):
         if kern.lib.fs_stamps(ctypes.addressof(host)) != 0:
             raise SystemExit("cudaMemcpyFromSymbol failed")
         yield
+
+
+def build_instrumented(plan, suffix: str, instrument) -> str:
+    """nvcc `plan`'s source with `instrument` applied, as NAME + `suffix` (what load_verified builds on the
+    device), into FUSESIM_CACHE here: the device's build then finds it in the carried cache."""
+    from fusesim.codegen import Source, generate
+    from fusesim.codegen.build import build
+
+    src = generate(plan)
+    return str(build(Source(src.name + suffix, src.family, instrument(src.code)), "so"))

@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from globaltimer_stamps import apply_marks, load_verified, stamp_decl, stamped_launches  # noqa: E402
+from globaltimer_stamps import apply_marks, build_instrumented, load_verified, stamp_decl, stamped_launches  # noqa: E402
 
 MAX_JOBS = 256
 TAIL = ("last_wgmma", "block_sync", "cluster_sync", "slices_in", "summed", "reduced")
@@ -118,7 +118,9 @@ def producer_lags(row: list[int], jobs: int, kt0: int, stages: int) -> dict[str,
     finding job j's stage empty; `p_issue_to_arrive`, from finding job t + lag's stage empty to arriving
     on job t (its own copies issued, job t's landed, the proxy fence); `c_wake`, from that arrival (its
     thread 0's) to the consumers seeing job t full."""
-    lag = max(stages - 2, 0)
+    from fusesim.capability import wgmma_im2col_lag
+
+    lag = wgmma_im2col_lag(stages)
     full = [row[5 + j] for j in range(jobs)]
     prod = [row[PROD + j] for j in range(min(jobs, MAX_JOBS))]
     arr = [row[PROD + MAX_JOBS + t] for t in range(min(kt0, MAX_JOBS))]
@@ -300,16 +302,12 @@ def main() -> int:
 
 def build_only(picks: list[str], pattern: str) -> int:
     """nvcc the instrumented kernels here (the device's build then finds them in the carried cache)."""
-    from fusesim.codegen import Source, generate
-    from fusesim.codegen.build import build
     from fusesim.plan import Plan
 
     listed = final_plans(pattern)
     for pick in picks:
         case, idx = pick.split(":")
-        plan = Plan.from_dict(listed[case][int(idx)]["plan"])
-        src = generate(plan)
-        print(pick, build(Source(src.name + "_stages", src.family, instrument(src.code)), "so"), flush=True)
+        print(pick, build_instrumented(Plan.from_dict(listed[case][int(idx)]["plan"]), "_stages", instrument), flush=True)
     return 0
 
 

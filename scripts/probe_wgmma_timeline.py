@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from globaltimer_stamps import apply_marks, load_verified, stamp_decl, stamped_launches  # noqa: E402
+from globaltimer_stamps import apply_marks, build_instrumented, load_verified, stamp_decl, stamped_launches  # noqa: E402
 
 STAMP_DECL = stamp_decl("g_fs_stamp[2][4096][5]", "g_fs_stamp")
 
@@ -63,16 +63,13 @@ def summarize(st: list[list[int]], t_ref: int) -> dict[str, float]:
 
 def build_only(plans_file: str, picks: list[str]) -> int:
     """nvcc the instrumented kernels here, into FUSESIM_CACHE (the device's build then finds them)."""
-    from fusesim.codegen import Source, generate
-    from fusesim.codegen.build import build
     from fusesim.plan import Plan
 
     listed = json.loads(Path(plans_file).read_text())
     for pick in picks:
         case, idx = pick.split(":")
         entry = listed[case][int(idx)]
-        src = generate(Plan.from_dict(entry.get("plan", entry)))
-        print(pick, build(Source(src.name + "_timeline", src.family, instrument(src.code)), "so"), flush=True)
+        print(pick, build_instrumented(Plan.from_dict(entry.get("plan", entry)), "_timeline", instrument), flush=True)
     return 0
 
 

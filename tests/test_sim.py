@@ -906,7 +906,8 @@ def test_wgmma_im2col_stage_waits_for_the_producer_to_refill_two_stages_on(monke
     gaps = [b - a for a, b in zip(lagged[2:], lagged[3:], strict=False)]
     assert len(gaps) == kt0 - 3 and min(gaps) >= hw.tma_refill_ns - 1e-6
     deeper = dataclasses.replace(plan, stages=6, kernels=[dataclasses.replace(k, stages=6) for k in plan.kernels])
-    deep_gaps = [b - a for a, b in zip(gemm0_starts_ns(deeper)[2:], gemm0_starts_ns(deeper)[3:], strict=False)]
+    deep = gemm0_starts_ns(deeper)
+    deep_gaps = [b - a for a, b in zip(deep[2:], deep[3:], strict=False)]
     assert abs(statistics.median(deep_gaps) - statistics.median(gaps)) < 1.0
     t_lagged = simulate(plan, hw).time_ns
     monkeypatch.setattr(capability, "wgmma_im2col_lag", lambda stages: 0)
