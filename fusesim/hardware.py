@@ -40,7 +40,8 @@ _OPTIONAL = {"cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_asy
              "l2_reuse_bytes", "l2_evict_first_bytes", "tma_refill_ns",
              "inter_cluster_ticket_ns", "l2_fragment_reduction_gbps_per_sm", "l2_fragment_reduction_bandwidth_gbps",
              "l2_row_reduction_gbps_per_sm", "l2_row_reduction_bandwidth_gbps", "pdl_release_us", "im2col_decode_ns",
-             "inter_cluster_convert_ns", "inter_cluster_convert_round_trip_ns", "wgmma_im2col_arrive_ns"}
+             "inter_cluster_convert_ns", "inter_cluster_convert_round_trip_ns", "wgmma_im2col_arrive_ns",
+             "wgmma_im2col_react_ns"}
 
 
 # The by-cluster-size tables (keys: cluster sizes 2 .. max_cluster_size); the bulk one is optional.
@@ -127,6 +128,9 @@ class Hardware(BaseModel):
     # seeing the GEMM0 stage it arrives on then (stages - 2 jobs back) full: the new job's copies issued,
     # cp.async.wait_group, the proxy fence, 128 mbarrier arrivals, the consumers' wake (None: 0)
     wgmma_im2col_arrive_ns: float | None = Field(default=None, ge=0)
+    # ... and from the consumers freeing a stage (empty-barrier arrive) to its threads finding it empty,
+    # the im2col producer's own reaction, in place of tma_refill_ns for GEMM0's im2col stages (None: tma_refill_ns)
+    wgmma_im2col_react_ns: float | None = Field(default=None, ge=0)
     # the mma.sync templates' per-copy implicit im2col loader (load_tile_im2col, before Im2colRows): what
     # one thread spends decoding one 16-byte copy's row and filter tap (four constant divisions, bounds),
     # serial with its warp's MMAs since the same warps issue the copies (None: 0)
@@ -210,13 +214,13 @@ class Hardware(BaseModel):
             v = getattr(self, f)
             if v is not None and v > 10 * self.hbm_latency_ns:
                 raise ValueError(f"{f}: larger than 10 HBM latencies (a fence, or one load round trip and two stores)")
-        if self.wgmma_im2col_arrive_ns is not None and self.wgmma_im2col_arrive_ns > MAX_REFILL_NS:
-            raise ValueError(f"wgmma_im2col_arrive_ns: larger than {MAX_REFILL_NS} ns (the producer's work for one stage)")
-        if self.tma_refill_ns is not None and self.tma_refill_ns > MAX_REFILL_NS:
-            raise ValueError(f"tma_refill_ns: larger than {MAX_REFILL_NS} ns (a barrier handshake inside one "
-                             "pipeline stage)")
-        if self.im2col_decode_ns is not None and self.im2col_decode_ns > MAX_REFILL_NS:
-            raise ValueError(f"im2col_decode_ns: larger than {MAX_REFILL_NS} ns (the address arithmetic of one copy)")
+        for f, what in (("wgmma_im2col_arrive_ns", "the producer's work for one stage"),
+                        ("wgmma_im2col_react_ns", "a barrier handshake inside one pipeline stage"),
+                        ("tma_refill_ns", "a barrier handshake inside one pipeline stage"),
+                        ("im2col_decode_ns", "the address arithmetic of one copy")):
+            v = getattr(self, f)
+            if v is not None and v > MAX_REFILL_NS:
+                raise ValueError(f"{f}: larger than {MAX_REFILL_NS} ns ({what})")
         if self.wgmma_stage_handshake_ns is not None:
             if sorted(self.wgmma_stage_handshake_ns) != [1, 2]:
                 raise ValueError("wgmma_stage_handshake_ns: needs exactly consumer warpgroups 1 and 2")

@@ -173,3 +173,11 @@ def test_dsm_bulk_table_matches_the_cluster_sizes() -> None:
     h = hardware_from_dict({**base, "dsm_bulk_bandwidth_gbps_per_sm": {s: 29.0 for s in sizes}, "provenance": prov})
     assert h.dsm_bulk_gbps(sizes[-1]) == 29.0
     assert hardware_from_dict(base).dsm_bulk_gbps(sizes[-1]) == hardware_from_dict(base).dsm_bandwidth_gbps(sizes[-1])
+
+
+@pytest.mark.parametrize("name", ["wgmma_im2col_arrive_ns", "wgmma_im2col_react_ns", "tma_refill_ns", "im2col_decode_ns"])
+def test_pipeline_handshakes_are_bounded_by_one_stage(name: str) -> None:
+    base = raw("h100_sxm")
+    prov = {**base["provenance"], name: "x"}
+    assert _err({**base, name: 5000.0, "provenance": prov}).field == name
+    assert getattr(hardware_from_dict({**base, name: 128.0, "provenance": prov}), name) == 128.0

@@ -888,8 +888,9 @@ def test_wgmma_im2col_stages_move_their_a_rows_at_the_ldst_rate(monkeypatch):
 def test_wgmma_im2col_stage_waits_for_the_producer_to_refill_two_stages_on(monkeypatch):
     """The wgmma im2col producer arrives on GEMM0 stage t only after issuing load t + stages - 2, i.e.
     after refilling the stage the consumers freed while on stage t - 1: from the third stage on, GEMM0's
-    stages start at least tma_refill_ns apart, whatever the ring's depth; without that lag (arrival as
-    the copies land) they would run at their MMA time, and the kernel would be shorter."""
+    stages start at least the producer's reaction plus its work for a job apart (wgmma_im2col_react_ns +
+    wgmma_im2col_arrive_ns), whatever the ring's depth; without that lag (arrival as the copies land) they
+    would run at their MMA time, and the kernel would be shorter."""
     from fusesim import capability
     from fusesim.codegen.handplans import representative_plans
 
@@ -904,7 +905,8 @@ def test_wgmma_im2col_stage_waits_for_the_producer_to_refill_two_stages_on(monke
 
     lagged = gemm0_starts_ns(plan)
     gaps = [b - a for a, b in zip(lagged[2:], lagged[3:], strict=False)]
-    assert len(gaps) == kt0 - 3 and min(gaps) >= hw.tma_refill_ns - 1e-6
+    chain_ns = hw.wgmma_im2col_react_ns + hw.wgmma_im2col_arrive_ns
+    assert len(gaps) == kt0 - 3 and min(gaps) >= chain_ns - 1e-6
     deeper = dataclasses.replace(plan, stages=6, kernels=[dataclasses.replace(k, stages=6) for k in plan.kernels])
     deep = gemm0_starts_ns(deeper)
     deep_gaps = [b - a for a, b in zip(deep[2:], deep[3:], strict=False)]
@@ -912,5 +914,22 @@ def test_wgmma_im2col_stage_waits_for_the_producer_to_refill_two_stages_on(monke
     t_lagged = simulate(plan, hw).time_ns
     monkeypatch.setattr(capability, "wgmma_im2col_lag", lambda stages: 0)
     free = gemm0_starts_ns(plan)
-    assert statistics.median(b - a for a, b in zip(free[2:], free[3:], strict=False)) < hw.tma_refill_ns
+    assert statistics.median(b - a for a, b in zip(free[2:], free[3:], strict=False)) < chain_ns
     assert simulate(plan, hw).time_ns < t_lagged
+
+
+def test_im2col_producer_reacts_at_its_own_measured_pace_and_the_tma_thread_at_its_own():
+    """wgmma_im2col_react_ns replaces tma_refill_ns for the refills of GEMM0's im2col stages only: a slower
+    reaction lengthens an im2col kernel, and leaves a TMA-only wgmma kernel as it was; unset, the im2col
+    producer reacts as the TMA thread does."""
+    from fusesim.codegen.handplans import representative_plans
+
+    hw = load_hardware("hw_configs/h200_calibrated.yaml")
+    reps = representative_plans()
+    conv, plain = reps["fused_wgmma_conv3x3_smem"], reps["fused_wgmma_smem_inter_cluster"]
+    slow = hw.model_copy(update={"wgmma_im2col_react_ns": hw.wgmma_im2col_react_ns + 400})
+    assert simulate(conv, slow).time_ns > simulate(conv, hw).time_ns
+    assert simulate(plain, slow).time_ns == simulate(plain, hw).time_ns
+    as_tma = hw.model_copy(update={"wgmma_im2col_react_ns": None})
+    same = hw.model_copy(update={"wgmma_im2col_react_ns": hw.tma_refill_ns})
+    assert simulate(conv, as_tma).time_ns == simulate(conv, same).time_ns

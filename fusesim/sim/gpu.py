@@ -169,6 +169,9 @@ class Cohort:
         # freed two stages earlier, so a deeper ring does not let them run further ahead
         self.im2col_lag = capability.wgmma_im2col_lag(self.stages) if family == "wgmma" else 0
         self.im2col_arrive_ns = self.hw.wgmma_im2col_arrive_ns or 0.0
+        # ... and those threads find a freed stage empty after their own reaction, not the TMA thread's
+        react = self.hw.wgmma_im2col_react_ns
+        self.im2col_react_ns = self.tma_refill_ns if react is None or family != "wgmma" else react
         self._pulled = self._issued = 0  # loads taken from loads(), loads issued (the latter later by delay_ns)
         self._unarrived: deque[tuple[int, simpy.Event, simpy.Event]] = deque()  # (index, landed, full)
         self._peeked = None  # the next load when _last_issued looked ahead
@@ -204,9 +207,10 @@ class Cohort:
             self._issue()
         self._hold_first = self.tma_ring
 
-    def _issue(self, delay_ns: float = 0.0) -> None:
-        """Issue the next load of the current pipeline (nothing at a PHASE boundary), `delay_ns`
-        from now (the producer's reaction to a freed stage).
+    def _issue(self, refill: bool = False) -> None:
+        """Issue the next load of the current pipeline (nothing at a PHASE boundary); a `refill` of a
+        stage the consumers just freed after the producer's reaction (`tma_refill_ns`, or for an im2col
+        stage its producer threads' own, `im2col_react_ns`).
 
         The producer is not a separate process: it acts only at a phase start or when a stage
         frees, so doing its work right there is the same schedule with fewer events."""
@@ -223,6 +227,7 @@ class Cohort:
         port = self.stage_port(l2_bytes, ldst[0]) if ldst else self.port
         lagged = bool(ldst) and ldst[0] > 0
         self._pulled += 1
+        delay_ns = (self.im2col_react_ns if lagged else self.tma_refill_ns) if refill else 0.0
         if delay_ns <= 0:
             self._pending.append(self._start(granules, l2_bytes, port, lagged))
             return
@@ -313,7 +318,7 @@ class Cohort:
         if self._hold_first:
             self._hold_first = False
         elif self.stages > 1:
-            self._issue(self.tma_refill_ns)
+            self._issue(refill=True)
         start = self.env.now
         self.gpu.flops += flops_per_block * self.blocks
         tensor_ns = flops_per_block * self.blocks / (self.sm_flops_per_ns * self.sms)
