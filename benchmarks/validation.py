@@ -50,6 +50,11 @@ SIM_SEARCH_LABEL = "the simulator's picks from a wider pool, with each case's fi
 # the wgmma templates' implicit im2col (3x3 conv chains), timed with each strategy's final-run best
 WGMMA_IM2COL = "results/h200/wgmma_im2col_paper_*.json"
 WGMMA_IM2COL_LABEL = "wgmma implicit-im2col kernels of C5-C8, with each strategy's final-run best (out of sample)"
+# timed 2026-12-05 15:06-15:12 UTC, both frozen before any of their plans was timed
+SIM_SEARCH2 = "results/h200/sim_search2_paper_*.json"
+SIM_SEARCH2_LABEL = "the simulator's second round of picks, with each case's final-run best (out of sample)"
+VERDICT_SET = "results/h200/verdict_paper_*.json"
+VERDICT_LABEL = "the fusion-verdict set: per case and strategy the simulator's pick and the final run's best (out of sample)"
 TRIAL_LABEL = "gemm_wgmma unfused kernels (held out)"
 RERUN_LABEL = "gemm_wgmma unfused kernels re-timed with the 2026-12-03 fragment-epilogue template (held out)"
 SWEEP_LABEL = "gemm_wgmma tile / split / ring sweep, weight-streaming cases (held out)"
@@ -65,7 +70,9 @@ HELD_OUT = {TRIAL_LABEL: "results/h200/wgmma_trial.json",
             **PREVIOUS_FINALS,
             FINAL_LABEL: HELD_OUT_FINAL,
             SIM_SEARCH_LABEL: SIM_SEARCH,
-            WGMMA_IM2COL_LABEL: WGMMA_IM2COL}
+            WGMMA_IM2COL_LABEL: WGMMA_IM2COL,
+            SIM_SEARCH2_LABEL: SIM_SEARCH2,
+            VERDICT_LABEL: VERDICT_SET}
 # measured again later: each plan set counts once, at its latest measurement, among all kernels
 SUPERSEDED = (TRIAL_LABEL, RERUN_LABEL, SWEEP_LABEL, DSM_LABEL, *PREVIOUS_FINALS)
 CONFIGS = ("hw_configs/h200_calibrated.yaml", "hw_configs/h200.yaml")
@@ -542,24 +549,31 @@ def wgmma_im2col_section(rows: list[Row], hw: Hardware) -> list[str]:
 
 
 def im2col_lag_lines(rows: list[Row], hw: Hardware) -> list[str]:
-    """What the im2col producer's lagged arrival and its per-job work do to these kernels: the same rows
-    simulated without either and with the lag alone, next to `rows` (as committed, on `hw`)."""
+    """What the im2col producer's lagged arrival, its reaction and its per-job work do to these kernels: the
+    same rows simulated without them, with the lag alone and with the values fitted before the producer was
+    probed, next to `rows` (as committed, on `hw`); then the probe's stage-by-stage comparison."""
     files = sorted(str(p) for p in ROOT.glob(WGMMA_IM2COL))
-    no_work = hw.model_copy(update={"wgmma_im2col_arrive_ns": None})
+    tma_thread = hw.model_copy(update={"wgmma_im2col_react_ns": None, "wgmma_im2col_arrive_ns": None})
     with _im2col_lag_off():
-        neither = join(files, no_work)
-    variants = {"neither (arrival as the copies land)": neither, "the lag alone": join(files, no_work),
-                f"the lag and the producer's work ({hw.wgmma_im2col_arrive_ns} ns, committed)": rows}
+        neither = join(files, tma_thread)
+    variants = {"neither (arrival as the copies land)": neither, "the lag alone": join(files, tma_thread),
+                f"the lag, the TMA thread's reaction (tma_refill_ns {hw.tma_refill_ns}) and 250 ns of work (fitted, "
+                "before the probe)": join(files, tma_thread.model_copy(update={"wgmma_im2col_arrive_ns": 250.0})),
+                f"the lag, the measured reaction ({hw.wgmma_im2col_react_ns} ns) and work ({hw.wgmma_im2col_arrive_ns} ns), "
+                "committed": rows}
     lines = ["The producer's threads arrive on an im2col stage `stages - 2` jobs after issuing its copies "
              "(capability.wgmma_im2col_lag; a deeper lag would deadlock), i.e. only once they have refilled the stage "
              "the consumers freed while on the previous stage; so from the third GEMM0 stage on, a stage is full no "
-             "sooner than the producer's reaction to a freed stage (tma_refill_ns) plus its work for the new job (its "
-             "copies, cp.async.wait_group, the proxy fence, 128 arrivals, the consumers' wake: wgmma_im2col_arrive_ns, "
-             "fitted on the fit half, `--fit-im2col`) after the previous stage started, however deep the ring. The "
+             "sooner than the producer threads' reaction to a freed stage (wgmma_im2col_react_ns) plus their work for "
+             "the new job (its copies, cp.async.wait_group, the proxy fence, 128 arrivals, the consumers' wake: "
+             "wgmma_im2col_arrive_ns) after the previous stage started, however deep the ring. Both are measured "
+             "(results/h200/probe_fused_wgmma_im2col.json, %globaltimer stamps of the producer and the first consumer "
+             "thread in nine fused_wgmma im2col kernels: 128 and 288 ns, medians; the hardware files' provenance). The "
              "unfused kernels' k loops fit in their ring (split-K leaves 4-5 k tiles per block, rings of 4-6 stages), "
-             "so it binds in the fused kernels, whose GEMM0 runs up to 72 k tiles in one block. Measured, a deeper ring does not help (C5 smem, 4 / 5 / 6 stages: "
-             "10.43 / 10.59 / 10.59 us). The rows above, simulated three ways (calibrated file):", "",
-             "| im2col arrival | fused_wgmma im2col: mean error, MAPE | gemm_wgmma im2col: mean error, MAPE | all 60: MAPE |",
+             "so it binds in the fused kernels, whose GEMM0 runs up to 72 k tiles in one block. Measured, a deeper ring "
+             "does not help (C5 smem, 4 / 5 / 6 stages: 10.43 / 10.59 / 10.59 us). The rows above, simulated four ways "
+             "(calibrated file):", "",
+             "| im2col producer | fused_wgmma im2col: mean error, MAPE | gemm_wgmma im2col: mean error, MAPE | all 60: MAPE |",
              "| --- | --- | --- | --- |"]
     for name, got in variants.items():
         cells = []
@@ -569,7 +583,98 @@ def im2col_lag_lines(rows: list[Row], hw: Hardware) -> list[str]:
             cells.append(f"{100 * statistics.mean(r.error for r in rs):+.1f}%, "
                          f"{pct(statistics.mean(abs(r.error) for r in rs))}" if rs else "-")
         lines.append(f"| {name} | {cells[0]} | {cells[1]} | {pct(summarize(got)['mape'])} |")
-    return lines + [""]
+    return lines + [""] + im2col_probe_lines() + unfused_im2col_probe_lines(hw)
+
+
+def unfused_im2col_probe_lines(hw: Hardware) -> list[str]:
+    """The unfused gemm_wgmma im2col chains' per-block timelines (results/h200/probe_wgmma_im2col.json): when
+    each GEMM's last block ends, from gemm0's first block start, against the simulator's kernel spans from the
+    same point (its gemm0 start less kernel_start_us), and what each leaves outside the kernels."""
+    path = ROOT / "results" / "h200" / "probe_wgmma_im2col.json"
+    if not path.exists():
+        return []
+    from fusesim.sim import simulate
+
+    queued = {}
+    for f in sorted(ROOT.glob(WGMMA_IM2COL)):
+        for c in json.loads(f.read_text())["cases"]:
+            for e in c["plans"]:
+                if e.get("plan"):
+                    queued[Plan.from_dict(e["plan"]).to_json()] = e["time"]["queued_median_us"]
+    lines = ["The unfused gemm_wgmma im2col chains (plan 0 of each case, per-block %globaltimer stamps, "
+             "results/h200/probe_wgmma_im2col.json, the same device call), from gemm0's first block start: when the "
+             "last block of each GEMM ends on the GPU and in the simulator, and what is left of the run's queued time "
+             "outside the kernels (launch, the event, the output's write-back):", "",
+             "| plan | gemm0 ends, GPU / sim us | gemm1 ends, GPU / sim us | outside, GPU / sim us | queued / simulated us |",
+             "| --- | --- | --- | --- | --- |"]
+    inside, outside, tails = [], [], []
+    for pick, p in json.loads(path.read_text())["cases"].items():
+        plan = Plan.from_dict(p["plan"])
+        q = queued.get(plan.to_json())
+        if q is None:
+            continue
+        sim = simulate(plan, hw)
+        t0 = sim.kernels[0]["start_ns"] - (hw.kernel_start_us or 0.0) * 1e3
+        g0, g1 = ((k["end_ns"] - t0) / 1e3 for k in sim.kernels[:2])
+        m = p["median_rep"]
+        gpu0, gpu1 = m["gemm0"]["end_us_max"], m["gemm1"]["end_us_max"]
+        tails.append(m["gemm0"]["tail_us_median"])
+        inside.append(g1 - gpu1)
+        outside.append((sim.time_us - g1) - (q - gpu1))
+        lines.append(f"| {pick} | {gpu0:.2f} / {g0:.2f} | {gpu1:.2f} / {g1:.2f} | {q - gpu1:.2f} / {sim.time_us - g1:.2f} | "
+                     f"{q:.2f} / {sim.time_us:.2f} |")
+    if not inside:
+        return []
+    return lines + ["", f"The two kernels are simulated {-max(inside):.2f}-{-min(inside):.2f} us short (gemm0's median block spends "
+                    f"{min(tails):.1f}-{max(tails):.1f} us from its last wgmma to its end on the GPU, the C' stores; the "
+                    "same unmodelled store "
+                    f"tail as the fused kernels'), and the time outside them {min(outside):.2f}-{max(outside):.2f} us long "
+                    "(the simulator's launch is the empty kernel's queued time after the flush, the fitted kernel_start_us "
+                    "comes on top): the fixed costs stand in for the tail. Where the outside excess outweighs the short "
+                    "spans, as in C5 (its output, twice C6's, adds write-back), the unfused plan simulates slow; "
+                    "with its fused smem plans simulated fast by the store tail (the table before this one), C5's fusion "
+                    "verdict flips (benchmarks/verdict.md).", ""]
+
+
+def im2col_probe_lines() -> list[str]:
+    """The probed fused_wgmma im2col kernels stage by stage, GPU against the simulator (calibrated file)."""
+    import importlib
+    import sys
+
+    path = ROOT / "results" / "h200" / "probe_fused_wgmma_im2col.json"
+    if not path.exists():
+        return []
+    sys.path.insert(0, str(ROOT / "scripts"))
+    probe = importlib.import_module("probe_fused_wgmma_stages")
+    lines = ["The probed kernels stage by stage (median block of the median of 7 launches after an L2 flush, against "
+             "the simulator's first SM on the calibrated file; the GPU's tail runs from GEMM1's last stage full to the "
+             "block's end, the simulator's from its last stage's start to the kernel's end):", "",
+             "| plan | time us, GPU / sim | GEMM0 ns per stage | tail us | GPU: last wgmma -> block barrier us |",
+             "| --- | --- | --- | --- | --- |"]
+    stage_err, tail_gap = [], []
+    for pick, p in json.loads(path.read_text())["plans"].items():
+        m, sim = p["median_rep"], probe.simulated(p["plan"], str(ROOT / CONFIGS[0]))
+        stage_err.append(sim["g0_per_stage"] / m["g0_per_stage"] - 1)
+        tail_gap.append(m["tail"] - sim["tail"])
+        lines.append(f"| {pick} | {p['measured_us']:.2f} / {sim['time_us']:.2f} | {m['g0_per_stage'] * 1e3:.0f} / "
+                     f"{sim['g0_per_stage'] * 1e3:.0f} | {m['tail']:.2f} / {sim['tail']:.2f} | "
+                     f"{m.get('tail_block_sync', 0.0):.2f} |")
+    short = sorted(tail_gap)
+    longer = [g for g in short if g > 0] or [0.0]
+    bsync = [p["median_rep"]["tail_block_sync"] for p in json.loads(path.read_text())["plans"].values()]
+    tma_path = ROOT / "results" / "h200" / "probe_fused_wgmma_tail.json"
+    tma = [p["median_rep"]["tail_block_sync"] for p in json.loads(tma_path.read_text())["plans"].values()
+           if "tail_block_sync" in p["median_rep"]] if tma_path.exists() else []
+    tma_text = f"{min(tma):.1f}-{max(tma):.1f} us" if tma else "not probed"
+    return lines + ["", f"GEMM0's stages: the simulator's per-stage time is {100 * min(stage_err):+.0f} to "
+                    f"{100 * max(stage_err):+.0f}% of the GPU's (median {100 * statistics.median(stage_err):+.0f}%). "
+                    "What is off is the store tail: after GEMM1's last wgmma the GPU's blocks take "
+                    f"{min(bsync):.1f}-{max(bsync):.1f} us to reach the block barrier behind their E stores ({tma_text} in "
+                    "the TMA-only fused kernels, results/h200/probe_fused_wgmma_tail.json), which the simulator does not "
+                    "model; the GPU's tail is longer than the simulated one in "
+                    f"{len(longer)} of {len(short)} plans, by {min(longer):.2f}-{max(longer):.2f} us (the others are smem "
+                    "plans whose simulated last span holds GEMM1's long stages), so the short fused im2col kernels run "
+                    "slower than simulated (the table above: fused mean error).", ""]
 
 
 @contextlib.contextmanager
@@ -589,7 +694,9 @@ def fit_im2col_section(hw: Hardware) -> list[str]:
     """wgmma_im2col_arrive_ns searched on the fit half (C5, C7) of the wgmma im2col run, the only kernels it
     touches; criterion: the fit half's MAPE over all its kernels."""
     files = sorted(str(p) for p in ROOT.glob(WGMMA_IM2COL))
-    lines = ["## Fit of the im2col producer's work per job (fit half of the wgmma im2col run, `--fit-im2col`)", "",
+    lines = ["## Cross-check of the im2col producer's measured work per job (fit half of the wgmma im2col run, "
+             "`--fit-im2col`)", "", "wgmma_im2col_arrive_ns is measured (288 ns); this search over the fit half, with the "
+             "measured reaction, shows what a fit would choose instead.", "",
              f"On `{CONFIGS[0]}` with every other value as committed; MAPE over the fit half's kernels (C5, C7; the "
              "criterion) and, for reference, the score half's (C6, C8), which did not influence the choice.", "",
              "| wgmma_im2col_arrive_ns | fit-half kernels | fit-half MAPE | score-half MAPE |", "| --- | --- | --- | --- |"]
@@ -654,6 +761,32 @@ def sim_search_section(rows: list[Row], final_rows: list[Row]) -> list[str]:
             lines.append(f"Fused kernels of this run, {label} vs Nsight Compute: within 5% for "
                          f"{sum(e <= 0.05 for e, _ in got)} of {len(got)} (max error {pct(max(e for e, _ in got))}).")
     return lines + [""]
+
+
+def frozen_picks_section(title: str, intro: str, pattern: str, rows: list[Row]) -> list[str]:
+    """A plan set frozen before it was timed: per case, the plan the simulator predicts fastest among the
+    run's against the run's fastest (a run lacking a case's best kernels says so in `intro`)."""
+    if not rows:
+        return []
+    why = _sources(pattern)
+    by_case: dict[str, list[Row]] = {}
+    for r in rows:
+        by_case.setdefault(r.case, []).append(r)
+    s = summarize(rows)
+    lines = [f"## {title}", "", f"{intro} Timed in one device call ({_bench_run(pattern)[0]}); {s['kernels']} kernels, "
+             f"MAPE {pct(s['mape'])}, Pearson {s['pearson']:.3f}. Per case, the plan the simulator predicts fastest "
+             "among the run's against the run's fastest:", "",
+             "| case | predicted fastest: plan (why listed) | measured / simulated us | run's fastest: plan | "
+             "measured / simulated us | loss |", "| --- | --- | --- | --- | --- | --- |"]
+    within = 0
+    for case, rs in sorted(by_case.items(), key=lambda kv: (kv[0][0], int(kv[0][1:]))):
+        pb, mb = predicted_best(rs), min(rs, key=lambda r: r.measured_us)
+        loss = pb.measured_us / mb.measured_us - 1
+        within += loss <= 0.03
+        src = why.get((case, pb.plan.to_json()), "") if pb.plan is not None else ""
+        lines.append(f"| {case} | {pb.label} ({src}) | {pb.measured_us:.2f} / {pb.predicted_us:.2f} | {mb.label} | "
+                     f"{mb.measured_us:.2f} / {mb.predicted_us:.2f} | {100 * loss:.0f}% |")
+    return lines + ["", f"Predicted fastest within 3% of the run's fastest: {within} of {len(by_case)} cases.", ""]
 
 
 def _final_run_mechanisms(rows: list[Row]) -> list[str]:
@@ -796,6 +929,20 @@ def main() -> int:
     lines += final_run_section(kept[FINAL_LABEL])
     lines += sim_search_section(kept[SIM_SEARCH_LABEL], kept[PRE_SEARCH_LABEL])
     lines += wgmma_im2col_section(kept[WGMMA_IM2COL_LABEL], calibrated)
+    lines += frozen_picks_section(
+        "The simulator's second round of picks (out of sample)",
+        "`scripts/sim_search.py --picks 3` on the calibrated file of 2026-12-04 23:45 UTC (after the cluster-barrier "
+        "skew, the measured stage handshake and the bulk DSM rate) froze per case its three fastest plans of the same "
+        "pool as the first round plus the final run's measured best (results/h200/plans_sim_search_2.json, 79 plans) "
+        "before any was timed; `scripts/device_sim_search.sh` (PLANS=...plans_sim_search_2.json, NCU=0) timed them.",
+        SIM_SEARCH2, kept[SIM_SEARCH2_LABEL])
+    lines += frozen_picks_section(
+        "The fusion-verdict set (out of sample)",
+        "`scripts/freeze_verdict_plans.py` froze per case and strategy the plan `fusesim simulate --rank simulated` "
+        "ran on 2026-12-05 01:20 UTC and the final run's fastest of that strategy (results/h200/plans_verdict.json, "
+        "134 plans) before any was timed (benchmarks/verdict.md scores the fuse / do-not-fuse answer on it). It "
+        "predates the wgmma implicit-im2col kernels: its C5-C8 plans are all mma.sync ones.",
+        VERDICT_SET, kept[VERDICT_LABEL])
     lines += own_machine_lines(calibrated)
     lines += run_to_run_lines(kept, calibrated)
     lines += evict_first_cap_lines(calibrated, kept[FINAL_LABEL])

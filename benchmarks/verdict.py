@@ -35,6 +35,9 @@ EARLIER = {  # the earlier final runs of benchmarks/validation.md (same plan set
 # the run that timed the wgmma templates' implicit-im2col kernels (3x3 conv chains C5-C8) beside each
 # strategy's final-run best: the final run predates them, so for those cases its verdict is measured there
 IM2COL = "results/h200/wgmma_im2col_paper_*.json"
+# out of sample: per case and strategy the plan `fusesim simulate --rank simulated` ran on 2026-12-05 01:20 UTC
+# and the final run's fastest of that strategy, frozen before any was timed (results/h200/plans_verdict.json)
+VERDICT_RUN = "results/h200/verdict_paper_*.json"
 CONFIGS = (("hw_configs/h200_calibrated.yaml", "simulated"), ("hw_configs/h200_calibrated.yaml", "cost"),
            ("hw_configs/h200.yaml", "simulated"), ("hw_configs/h200.yaml", "cost"))
 
@@ -91,6 +94,19 @@ def main() -> int:
     summary = len(lines)
     lines += ["", f"Against the final run alone (C5-C8 then had mma.sync kernels only; `{main_cfg[0]}`, "
               f"`--rank {main_cfg[1]}`): {score(final_only[main_cfg])}."]
+    held = fusion_verdicts(files(VERDICT_RUN), hws[main_cfg[0]], main_cfg[1]) if files(VERDICT_RUN) else []
+    if held:
+        lines += ["", f"Out of sample (`{VERDICT_RUN}`: per case and strategy the plan `fusesim simulate` picked with the "
+                  "simulator of 2026-12-05 01:20 UTC and the final run's fastest of that strategy, 134 plans frozen in "
+                  "results/h200/plans_verdict.json before any was timed, timed in one device call on 2026-12-05 15:06 UTC; "
+                  f"measured = that run's fastest per strategy; `{main_cfg[0]}`, `--rank {main_cfg[1]}`): {score(held)}."]
+        wrong = [v for v in held if not v.agrees]
+        lines += [f"Disagreeing there: {', '.join(f'{v.case} (measured {fmt(v.measured_speedup)}x, simulated {fmt(v.simulated_speedup)}x)' for v in wrong) or 'none'}."]
+        if replaced:  # the set was frozen before the wgmma im2col kernels existed
+            rest = [v for v in held if v.case not in replaced]
+            lines += [f"The set predates the wgmma implicit-im2col kernels, so for {', '.join(replaced)} all its plans are "
+                      f"mma.sync ones, while `fusesim simulate` now picks gemm_wgmma im2col plans (measured in `{IM2COL}`); "
+                      f"the other {len(rest)} cases: {score(rest)}."]
     lines += ["", "The same verdicts against the earlier final runs (the same plan sets on other device "
               f"machines; `{main_cfg[0]}`, `--rank {main_cfg[1]}`):", ""]
     for label, pattern in EARLIER.items():

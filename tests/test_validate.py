@@ -174,8 +174,9 @@ def test_committed_final_run_meets_the_validation_targets() -> None:
 def test_fusion_verdict_on_the_committed_final_run() -> None:
     """Should it be fused? Per paper case, the plans `fusesim simulate` runs per strategy (ranked by
     simulation) give the same answer as the final run's fastest measured plans on at least 25 of 26
-    cases (25 today, benchmarks/verdict.md: C5 misses, its fused wgmma im2col plan simulating 11%
-    fast), and the fused / unfused speedup within 25% on average; C5-C8 are measured in the run that
+    cases (25 today, benchmarks/verdict.md: C5 misses, its fused plans simulating fast by the store tail
+    and its unfused one slow by the fixed costs, benchmarks/validation.md), and the fused / unfused speedup
+    within 25% on average, and on all 22 other cases of the verdict set timed out of sample; C5-C8 are measured in the run that
     timed the wgmma im2col kernels the planner now picks for them (the final run predates them).
     A tie (measured within VERDICT_TIE of 1) accepts either answer, nothing else does."""
     from fusesim.validate import VERDICT_TIE, Verdict, fusion_verdicts
@@ -190,6 +191,11 @@ def test_fusion_verdict_on_the_committed_final_run() -> None:
     assert sum(v.agrees for v in verdicts) >= 25, [v.case for v in verdicts if not v.agrees]
     errs = [abs(v.simulated_speedup / v.measured_speedup - 1) for v in verdicts]
     assert sum(errs) / len(errs) <= 0.25
+    # out of sample: the verdict set, frozen before it was timed; it predates the wgmma im2col kernels, so
+    # C5-C8 there hold mma.sync plans only, which `fusesim simulate` no longer picks
+    frozen = sorted(str(p) for p in (ROOT / "results" / "h200").glob("verdict_paper_*.json"))
+    held = [v for v in fusion_verdicts(frozen, hw, rank="simulated") if v.case not in later]
+    assert len(held) == 22 and all(v.agrees for v in held), [v.case for v in held if not v.agrees]
     # the rule itself: fused 10% faster measured, simulated 10% slower -> disagree; a 2% measured gap is a tie
     v = Verdict("x", {"unfused": 11.0, "dsm": 10.0}, {"unfused": 10.0, "dsm": 11.0}, {})
     assert v.measured_speedup == pytest.approx(1.1) and v.agrees is False
