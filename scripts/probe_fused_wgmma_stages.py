@@ -37,9 +37,12 @@ from globaltimer_stamps import apply_marks, build_instrumented, load_verified, s
 MAX_JOBS = 256
 TAIL = ("last_wgmma", "block_sync", "cluster_sync", "slices_in", "summed", "reduced")
 PROD = MAX_JOBS + 5 + len(TAIL)  # first producer slot
-WIDTH = PROD + 2 * MAX_JOBS
+SYNC = PROD + 2 * MAX_JOBS  # warpgroups 0 (producer), 1, 2 (consumers) reaching the block barrier before the store
+SYNC_WHO = ("producer", "consumer_wg1", "consumer_wg2")
+WIDTH = SYNC + len(SYNC_WHO)
 STAMP_DECL = (f"\n#define FS_MAX_JOBS {MAX_JOBS}\n#define FS_TAIL (FS_MAX_JOBS + 5)\n#define FS_PROD {PROD}"
-              f"\n#define FS_ARR {PROD + MAX_JOBS}" + stamp_decl(f"g_fs_st[2048][{WIDTH}]", "g_fs_st"))
+              f"\n#define FS_ARR {PROD + MAX_JOBS}\n#define FS_SYNC {SYNC}"
+              + stamp_decl(f"g_fs_st[2048][{WIDTH}]", "g_fs_st"))
 # slots per block: 0 entry, 1 GEMM0 done, 2 end, 3 SM id, 4 jobs stamped, 5.. one per job, then TAIL
 # (0 where the plan has no such step); then, for an implicit-im2col kernel, the producer's thread 0 per
 # job: when it found the stage empty (FS_PROD + j), and when it arrived on GEMM0 job j's full barrier
@@ -82,6 +85,7 @@ def instrument(code: str) -> str:
          "      fs::wg::wgmma_wait<0>();\n      if (threadIdx.x == 128) g_fs_st[blockIdx.x][FS_TAIL + 0] = fs_now();\n"
          "      pin(acc);\n      release_pending();\n"),
         ("  __syncthreads();\n\n  // ---- Store: dsm_reduce_scatter",
+         "  if (threadIdx.x % 128 == 0) g_fs_st[blockIdx.x][FS_SYNC + threadIdx.x / 128] = fs_now();\n"
          "  __syncthreads();\n  if (threadIdx.x == 128) g_fs_st[blockIdx.x][FS_TAIL + 1] = fs_now();\n\n"
          "  // ---- Store: dsm_reduce_scatter"),
         ("      fs::cluster_sync();  // every partial E is in ebuf and every ring (which erecv reuses) is drained\n",
@@ -151,6 +155,10 @@ def block_summary(row: list[int], kt0: int, t_ref: int, stages: int = 0) -> dict
     steps["tail_end"] = end - prev
     if stages and row[PROD]:  # the im2col producer: see producer_lags
         steps.update(producer_lags(row, n, kt0, stages))
+    last = row[5 + MAX_JOBS]  # GEMM1's last wgmma done (first consumer thread)
+    for i, who in enumerate(SYNC_WHO):  # each warpgroup at the block barrier, from that moment
+        if last and row[SYNC + i]:
+            steps[f"sync_{who}"] = (row[SYNC + i] - last) / 1e3
     return {**steps, "entry": entry, "first_data": jobs[0] - entry,
             "g0_per_stage": (g0[-1] - g0[0]) / (len(g0) - 1) if len(g0) > 1 else 0.0,
             "g0_last_to_done": g0_done - g0[-1],
@@ -246,7 +254,8 @@ def source_kt0(code: str) -> int:
 
 def line(s: dict[str, float]) -> str:
     steps = " ".join(f"{k[5:]} {v:.2f}" for k, v in s.items() if k.startswith("tail_"))
-    return (f"[tail: {steps}] " f"jobs {s['jobs']:3d} | first data {s['first_data']:.2f} | g0 {s['g0_per_stage'] * 1e3:5.0f} ns/stage | "
+    at_sync = " ".join(f"{k[5:]} {v:.2f}" for k, v in s.items() if k.startswith("sync_"))
+    return (f"[tail: {steps}] " + (f"[at the block barrier, from the last wgmma: {at_sync}] " if at_sync else "") + f"jobs {s['jobs']:3d} | first data {s['first_data']:.2f} | g0 {s['g0_per_stage'] * 1e3:5.0f} ns/stage | "
             f"g0 done +{s['g0_last_to_done'] * 1e3:4.0f} | exchange {s['exchange']:.2f} | g1 {s['g1_per_stage'] * 1e3:5.0f} "
             f"ns/stage | tail {s['tail']:.2f} | end {s['end']:.2f} (max {s['end_max']:.2f}, entries to {s['entry_max']:.2f})"
             + (f" | producer: react {s['p_react'] * 1e3:.0f} ns, issue->arrive {s['p_issue_to_arrive'] * 1e3:.0f} ns, "
