@@ -933,3 +933,28 @@ def test_im2col_producer_reacts_at_its_own_measured_pace_and_the_tma_thread_at_i
     as_tma = hw.model_copy(update={"wgmma_im2col_react_ns": None})
     same = hw.model_copy(update={"wgmma_im2col_react_ns": hw.tma_refill_ns})
     assert simulate(conv, as_tma).time_ns == simulate(conv, same).time_ns
+
+
+def test_fused_wgmma_stores_e_from_its_fragments_at_the_fragment_request_rate():
+    """Without a reduce-scatter or inter_cluster_reduce, fused_wgmma's consumers store each bf16 E sub-tile
+    straight from their accumulators: 4-byte stores, half a sector per row and warp quad, issued at the
+    request rate of the calibrated fragment red.add (8 bytes a lane), so at 2 x 2 / 8 of its bytes per SM.
+    The probed kernels spend that long from their last wgmma to the block barrier (0.5 us for 8 KiB, 2.2 us
+    for 32 KiB a block: results/h200/probe_sync_*.json). A plan that red.adds E is not stored so."""
+    from fusesim.codegen.handplans import representative_plans
+
+    hw = load_hardware("hw_configs/h200_calibrated.yaml")
+    reps = representative_plans()
+    plan = reps["fused_wgmma_conv3x3_smem"]
+    res = simulate(plan, hw, trace=True)
+    spans = [e for e in res.trace or [] if e.get("ph") == "X" and e.get("name") == "store E (sub-tile)"]
+    first = min(e["tid"] for e in spans)
+    store_us = sum(e["dur"] for e in spans if e["tid"] == first)
+    blocks = -(-plan.chain.m // plan.tiles.block_m) * -(-plan.chain.l // plan.tiles.block_l)
+    per_block_bytes = plan.chain.m * plan.chain.l * 2 / blocks  # the lock-step cohort shares E's rows evenly
+    expect_us = (per_block_bytes / (hw.l2_fragment_reduction_gbps_per_sm * 2 * 2 / 8) + hw.l2_latency_ns) / 1e3
+    assert store_us == pytest.approx(expect_us, rel=0.05)
+    slower = hw.model_copy(update={"l2_fragment_reduction_gbps_per_sm": hw.l2_fragment_reduction_gbps_per_sm / 2})
+    assert simulate(plan, slower).time_ns > res.time_ns + 0.5 * expect_us * 1e3
+    reduced = reps["fused_wgmma_exchange_shuffle_reduce"]
+    assert not any(e.get("name") == "store E (sub-tile)" for e in simulate(reduced, hw, trace=True).trace or [])

@@ -757,6 +757,9 @@ class FusedWgmmaCohort(FusedCohort):
         # fragment-red rate before their next sub-tile's wgmmas (the memory pipe's queue is short), so
         # the reductions do not overlap the following sub-tiles
         red_inline = cl.reduce <= 1 and bool(self.steps.get("inter_cluster_reduce"))
+        # without either, the consumer threads store each bf16 E sub-tile straight from their
+        # accumulators (4-byte stores, 16 bytes per row and warp quad): the same short queue
+        store_inline = cl.reduce <= 1 and not red_inline
         for sl in range(self.sub_passes):
             for t in range(cl.shuffle):
                 if t == 1 and sl == 0 and push is not None:  # the other slices have landed
@@ -770,6 +773,8 @@ class FusedWgmmaCohort(FusedCohort):
                 yield from self.smem_rmw("E partial", bm * self.sub_l * 4)
             elif red_inline:  # the consumer threads red.add the sub-tile from their accumulators
                 yield from self.timed(self._red_add_e(sl, self.sub_passes), "inter_cluster_reduce (sub-tile)", "store")
+            elif store_inline:
+                yield from self.timed(self._store_e_fragments(sl, self.sub_passes), "store E (sub-tile)", "store")
         for s in self.steps.get("dsm_reduce_scatter", []):
             if self._scatter_aliased():
                 yield from self.cluster_barrier("barrier (ring drained)")
@@ -778,9 +783,22 @@ class FusedWgmmaCohort(FusedCohort):
             yield from self.smem_rmw("reduce-scatter sum", cl.reduce * bm * max(self.bl // cl.reduce, 1) * 4)
         if red_inline:
             yield from self._ticket_and_convert()
-        else:
+        elif not store_inline:
             yield from self._store_e()
         yield from self.cluster_barrier("barrier (before exit)")
+
+    def _store_e_fragments(self, part: int, parts: int) -> simpy.Event:
+        """Part `part` of `parts` (the E sub-tiles) of every block's E stored from the accumulator
+        fragments. Such stores write 2 x dtype bytes per lane, a partial sector per row and warp quad; an
+        SM issues them at the request rate calibrate measured for red.global.add.v2.f32 in the same
+        fragment layout (`l2_fragment_reduction_gbps_per_sm`, 8 bytes per lane, a full sector per row and
+        quad), so at 2 x dtype / 8 of its bytes (bf16: 15 GB/s per SM on the H200). Without that rate in
+        the hardware file, at the SM's port."""
+        gran, l2_bytes = self._slices(self.layouts["E"], self._e_slices())
+        n = len(gran)
+        rate = self.hw.l2_fragment_reduction_gbps_per_sm
+        port = rate * 2 * self.eb / 8 if rate else self.port
+        return self.mem.store(gran[part * n // parts:(part + 1) * n // parts], l2_bytes // parts, self.sms, port)
 
     def _red_fragments(self) -> bool:
         """Without a reduce-scatter fused_wgmma.cu.j2 red.adds E from the accumulators in their
