@@ -626,14 +626,12 @@ def unfused_im2col_probe_lines(hw: Hardware) -> list[str]:
     if not inside:
         return []
     return lines + ["", f"The two kernels are simulated {-max(inside):.2f}-{-min(inside):.2f} us short (gemm0's median block spends "
-                    f"{min(tails):.1f}-{max(tails):.1f} us from its last wgmma to its end on the GPU, the C' stores; the "
-                    "same unmodelled store "
-                    f"tail as the fused kernels'), and the time outside them {min(outside):.2f}-{max(outside):.2f} us long "
+                    f"{min(tails):.1f}-{max(tails):.1f} us from its last wgmma to its end on the GPU, more than its 8 KiB "
+                    f"of C' a block take at the fragment store rate, a tail not modelled), and the time outside them {min(outside):.2f}-{max(outside):.2f} us long "
                     "(the simulator's launch is the empty kernel's queued time after the flush, the fitted kernel_start_us "
                     "comes on top): the fixed costs stand in for the tail. Where the outside excess outweighs the short "
-                    "spans, as in C5 (its output, twice C6's, adds write-back), the unfused plan simulates slow; "
-                    "with its fused smem plans simulated fast by the store tail (the table before this one), C5's fusion "
-                    "verdict flips (benchmarks/verdict.md).", ""]
+                    "spans, as in C5 (its output, twice C6's, adds write-back), the unfused plan simulates slow, "
+                    "and C5's fusion verdict flips (benchmarks/verdict.md).", ""]
 
 
 def im2col_probe_lines() -> list[str]:
@@ -668,13 +666,16 @@ def im2col_probe_lines() -> list[str]:
     tma_text = f"{min(tma):.1f}-{max(tma):.1f} us" if tma else "not probed"
     return lines + ["", f"GEMM0's stages: the simulator's per-stage time is {100 * min(stage_err):+.0f} to "
                     f"{100 * max(stage_err):+.0f}% of the GPU's (median {100 * statistics.median(stage_err):+.0f}%). "
-                    "What is off is the store tail: after GEMM1's last wgmma the GPU's blocks take "
-                    f"{min(bsync):.1f}-{max(bsync):.1f} us to reach the block barrier behind their E stores ({tma_text} in "
-                    "the TMA-only fused kernels, results/h200/probe_fused_wgmma_tail.json), which the simulator does not "
-                    "model; the GPU's tail is longer than the simulated one in "
-                    f"{len(longer)} of {len(short)} plans, by {min(longer):.2f}-{max(longer):.2f} us (the others are smem "
-                    "plans whose simulated last span holds GEMM1's long stages), so the short fused im2col kernels run "
-                    "slower than simulated (the table above: fused mean error).", ""]
+                    "The store tail: after GEMM1's last wgmma the GPU's blocks take "
+                    f"{min(bsync):.1f}-{max(bsync):.1f} us to reach the block barrier ({tma_text} in the TMA-only fused "
+                    "kernels, results/h200/probe_fused_wgmma_tail.json); stamps of each warpgroup at that barrier "
+                    "(results/h200/probe_sync_*.json) put it on the consumers' own E stores, the producer arriving long "
+                    "before: where E goes straight from the accumulator fragments to global (no reduce-scatter, no "
+                    "inter_cluster_reduce), 0.51 us with 8 KiB of E a block, 1.15 with 16, 2.1-2.2 with 32. The simulator "
+                    "stores such sub-tiles at the fragment request rate calibrate measured (fusesim/sim/README.md); the "
+                    f"GPU's tail is still longer than the simulated one in {len(longer)} of {len(short)} plans, by "
+                    f"{min(longer):.2f}-{max(longer):.2f} us (the smem plans with inter_cluster_reduce hold GEMM1's long "
+                    "stages in their simulated last span).", ""]
 
 
 @contextlib.contextmanager
