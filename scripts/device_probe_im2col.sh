@@ -4,7 +4,8 @@
 # when it arrived on each GEMM0 stage), nine plans of the wgmma im2col run (results/h200/wgmma_im2col_paper_*.json,
 # CASE:INDEX into its plans) that the simulator timed 14-43% short; scripts/probe_wgmma_timeline.py on the
 # unfused gemm_wgmma im2col plan 0 of each case (results/h200/plans_im2col.json); then, if VERDICT=1, the verdict set
-# untimed so far (scripts/device_sim_search.sh with PLANS=results/h200/plans_verdict.json, NCU=0).
+# frozen before it was timed (scripts/device_sim_search.sh with PLANS=results/h200/plans_verdict.json, NCU=0; run
+# 2026-12-05 15:05-15:09 UTC: results/h200/probe_*_im2col.json, verdict_paper_*.json).
 # Prepare HERE: bash scripts/device_wheels.sh; FUSESIM_CACHE=DIR/.fscache python3 scripts/probe_fused_wgmma_stages.py
 # --from "results/h200/wgmma_im2col_paper_*.json" --build PICKS... (and the timeline probe's four instrumented
 # sources: probe_wgmma_timeline.py --build results/h200/plans_im2col.json C5:0 C6:0 C7:0 C8:0); tar -cJf .fscarry/cache.tar.xz -C DIR .fscache.

@@ -13,7 +13,9 @@ the last job of each GEMM, over jobs - 1), the exchange gap and the tail, step b
 from the simulator for comparison (`--sim`, on a machine with fusesim's dependencies). The median
 launch's per-block marks are kept too (`blocks`), with `skew`: per mark, the median over clusters of the
 latest block's lead over the cluster's median block, which a cluster barrier after that mark waits out
-(added 2026-12-04 22:00 UTC for a model of cluster-barrier skew; not yet run on a GPU: no device was lent).
+(added 2026-12-04 22:00 UTC for a model of cluster-barrier skew; first run in results/h200/probe_fused_wgmma_tail.json).
+Each warpgroup's thread 0 also stamps its arrival at the block barrier before the store phase (`sync_*`, us from the
+first consumer's last wgmma: results/h200/probe_sync_*.json).
 
     python3 scripts/probe_fused_wgmma_stages.py OUT.json CASE:INDEX ...   (on the GPU machine)
     python3 scripts/probe_fused_wgmma_stages.py --sim OUT.json [HW.yaml]  (here: next to the simulator's)
