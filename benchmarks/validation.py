@@ -583,24 +583,20 @@ def im2col_lag_lines(rows: list[Row], hw: Hardware) -> list[str]:
             cells.append(f"{100 * statistics.mean(r.error for r in rs):+.1f}%, "
                          f"{pct(statistics.mean(abs(r.error) for r in rs))}" if rs else "-")
         lines.append(f"| {name} | {cells[0]} | {cells[1]} | {pct(summarize(got)['mape'])} |")
-    return lines + [""] + im2col_probe_lines() + unfused_im2col_probe_lines(hw)
+    return lines + [""] + im2col_probe_lines() + unfused_im2col_probe_lines(rows, hw)
 
 
-def unfused_im2col_probe_lines(hw: Hardware) -> list[str]:
+def unfused_im2col_probe_lines(rows: list[Row], hw: Hardware) -> list[str]:
     """The unfused gemm_wgmma im2col chains' per-block timelines (results/h200/probe_wgmma_im2col.json): when
     each GEMM's last block ends, from gemm0's first block start, against the simulator's kernel spans from the
-    same point (its gemm0 start less kernel_start_us), and what each leaves outside the kernels."""
+    same point (its gemm0 start less kernel_start_us), and what each leaves outside the kernels; `rows`: the
+    wgmma im2col run joined (their measured queued times)."""
     path = ROOT / "results" / "h200" / "probe_wgmma_im2col.json"
     if not path.exists():
         return []
     from fusesim.sim import simulate
 
-    queued = {}
-    for f in sorted(ROOT.glob(WGMMA_IM2COL)):
-        for c in json.loads(f.read_text())["cases"]:
-            for e in c["plans"]:
-                if e.get("plan"):
-                    queued[Plan.from_dict(e["plan"]).to_json()] = e["time"]["queued_median_us"]
+    queued = {r.plan.to_json(): r.measured_us for r in rows if r.plan is not None}
     lines = ["The unfused gemm_wgmma im2col chains (plan 0 of each case, per-block %globaltimer stamps, "
              "results/h200/probe_wgmma_im2col.json, the same device call), from gemm0's first block start: when the "
              "last block of each GEMM ends on the GPU and in the simulator, and what is left of the run's queued time "
@@ -649,8 +645,9 @@ def im2col_probe_lines() -> list[str]:
              "block's end, the simulator's from its last stage's start to the kernel's end):", "",
              "| plan | time us, GPU / sim | GEMM0 ns per stage | tail us | GPU: last wgmma -> block barrier us |",
              "| --- | --- | --- | --- | --- |"]
+    probed = json.loads(path.read_text())["plans"]
     stage_err, tail_gap = [], []
-    for pick, p in json.loads(path.read_text())["plans"].items():
+    for pick, p in probed.items():
         m, sim = p["median_rep"], probe.simulated(p["plan"], str(ROOT / CONFIGS[0]))
         stage_err.append(sim["g0_per_stage"] / m["g0_per_stage"] - 1)
         tail_gap.append(m["tail"] - sim["tail"])
@@ -659,7 +656,7 @@ def im2col_probe_lines() -> list[str]:
                      f"{m.get('tail_block_sync', 0.0):.2f} |")
     short = sorted(tail_gap)
     longer = [g for g in short if g > 0] or [0.0]
-    bsync = [p["median_rep"]["tail_block_sync"] for p in json.loads(path.read_text())["plans"].values()]
+    bsync = [p["median_rep"]["tail_block_sync"] for p in probed.values()]
     tma_path = ROOT / "results" / "h200" / "probe_fused_wgmma_tail.json"
     tma = [p["median_rep"]["tail_block_sync"] for p in json.loads(tma_path.read_text())["plans"].values()
            if "tail_block_sync" in p["median_rep"]] if tma_path.exists() else []

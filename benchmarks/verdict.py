@@ -94,7 +94,8 @@ def main() -> int:
     summary = len(lines)
     lines += ["", f"Against the final run alone (C5-C8 then had mma.sync kernels only; `{main_cfg[0]}`, "
               f"`--rank {main_cfg[1]}`): {score(final_only[main_cfg])}."]
-    held = fusion_verdicts(files(VERDICT_RUN), hws[main_cfg[0]], main_cfg[1]) if files(VERDICT_RUN) else []
+    frozen = files(VERDICT_RUN)
+    held = fusion_verdicts(frozen, hws[main_cfg[0]], main_cfg[1]) if frozen else []
     if held:
         lines += ["", f"Out of sample (`{VERDICT_RUN}`: per case and strategy the plan `fusesim simulate` picked with the "
                   "simulator of 2026-12-05 01:20 UTC and the final run's fastest of that strategy, 134 plans frozen in "

@@ -170,8 +170,8 @@ class Cohort:
         self.im2col_lag = capability.wgmma_im2col_lag(self.stages) if family == "wgmma" else 0
         self.im2col_arrive_ns = self.hw.wgmma_im2col_arrive_ns or 0.0
         # ... and those threads find a freed stage empty after their own reaction, not the TMA thread's
-        react = self.hw.wgmma_im2col_react_ns
-        self.im2col_react_ns = self.tma_refill_ns if react is None or family != "wgmma" else react
+        react = self.hw.wgmma_im2col_react_ns  # (only wgmma stages are lagged)
+        self.im2col_react_ns = self.tma_refill_ns if react is None else react
         self._pulled = self._issued = 0  # loads taken from loads(), loads issued (the latter later by delay_ns)
         self._unarrived: deque[tuple[int, simpy.Event, simpy.Event]] = deque()  # (index, landed, full)
         self._peeked = None  # the next load when _last_issued looked ahead

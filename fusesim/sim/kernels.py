@@ -651,7 +651,7 @@ class FusedCohort(Cohort):
 
     def _store_e(self):
         if not self.steps.get("inter_cluster_reduce"):
-            gran, l2_bytes = self._slices(self.layouts["E"], self._e_slices())
+            gran, l2_bytes = self._e_store_slices
             yield from self.timed(self.mem.store(gran, l2_bytes, self.sms, self.port), "store E", "store")
             return
         # fp32 red.add of every block's slice into the workspace, then a fence and the ticket
@@ -662,15 +662,24 @@ class FusedCohort(Cohort):
     def _workspace_slices(self) -> tuple[Granules, int]:
         return self._slices(self.layouts[WORKSPACE], self._e_slices())
 
+    @cached_property
+    def _e_store_slices(self) -> tuple[Granules, int]:
+        return self._slices(self.layouts["E"], self._e_slices())
+
+    @staticmethod
+    def _part(slices: tuple[Granules, int], part: int, parts: int) -> tuple[Granules, int]:
+        """Part `part` of `parts` (equal column chunks, the E sub-tiles) of (granules, L2 bytes)."""
+        gran, l2_bytes = slices
+        n = len(gran)
+        return gran[part * n // parts:(part + 1) * n // parts], l2_bytes // parts
+
     def _red_add_e(self, part: int = 0, parts: int = 1) -> simpy.Event:
         """red.add of part `part` of `parts` (equal column chunks) of every block's E slice into W:
         at the inter_cluster_reduce throughput the hardware file states, and at most what one SM
         sustains in the instruction's form (`_red_fragments`)."""
-        gran, l2_bytes = self._workspace_slices
-        n = len(gran)
-        gran = gran[part * n // parts:(part + 1) * n // parts]
+        gran, l2_bytes = self._part(self._workspace_slices, part, parts)
         frag = self._red_fragments()
-        return self.mem.atomic_add(gran, l2_bytes // parts, self.sms, cold=True, sm_bytes_per_ns=self.port,
+        return self.mem.atomic_add(gran, l2_bytes, self.sms, cold=True, sm_bytes_per_ns=self.port,
                                    fp32_red=True, fragments=frag, rows=not frag)
 
     def _red_fragments(self) -> bool:
@@ -794,11 +803,9 @@ class FusedWgmmaCohort(FusedCohort):
         fragment layout (`l2_fragment_reduction_gbps_per_sm`, 8 bytes per lane, a full sector per row and
         quad), so at 2 x dtype / 8 of its bytes (bf16: 15 GB/s per SM on the H200). Without that rate in
         the hardware file, at the SM's port."""
-        gran, l2_bytes = self._slices(self.layouts["E"], self._e_slices())
-        n = len(gran)
+        gran, l2_bytes = self._part(self._e_store_slices, part, parts)
         rate = self.hw.l2_fragment_reduction_gbps_per_sm
-        port = rate * 2 * self.eb / 8 if rate else self.port
-        return self.mem.store(gran[part * n // parts:(part + 1) * n // parts], l2_bytes // parts, self.sms, port)
+        return self.mem.store(gran, l2_bytes, self.sms, rate * 2 * self.eb / 8 if rate else self.port)
 
     def _red_fragments(self) -> bool:
         """Without a reduce-scatter fused_wgmma.cu.j2 red.adds E from the accumulators in their
