@@ -82,32 +82,39 @@ CONVERT_BATCH = 4
 # block and the tap once per k tile (tile.cuh Im2colRows), where IC is a multiple of block_k; False:
 # every 16-byte copy decodes its row and tap with four constant divisions (load_tile_im2col, before)
 IM2COL_ROWS_HOISTED = True
+# fused_wgmma.cu.j2 without a reduce-scatter or inter_cluster_reduce: its last E sub-tile goes through the
+# drained operand ring as bf16 rows and leaves as 16-byte row pieces (`fused_wgmma_e_staged`); False:
+# every consumer thread stores its accumulator fragments (4-byte stores, 8 rows of 16 B per warp store)
+FUSED_STAGED_E = True
 # what a measured file without a "codegen" block ran: the gemm_wgmma template before the staging
 FRAGMENT_EPILOGUE = {"gemm_staged_store": False, "gemm_staged_red": False, "convert_batch": 1,
-                     "im2col_rows_hoisted": False}
+                     "im2col_rows_hoisted": False, "fused_staged_e": False}
 
 
 def codegen_switches() -> dict[str, bool | int]:
     """The generator switches in effect (bench records them next to its measurements)."""
     return {"gemm_staged_store": GEMM_STAGED_STORE, "gemm_staged_red": GEMM_STAGED_RED,
-            "convert_batch": CONVERT_BATCH, "im2col_rows_hoisted": IM2COL_ROWS_HOISTED}
+            "convert_batch": CONVERT_BATCH, "im2col_rows_hoisted": IM2COL_ROWS_HOISTED,
+            "fused_staged_e": FUSED_STAGED_E}
 
 
 @contextmanager
 def generator_switches(switches: dict[str, bool | int]) -> Iterator[None]:
     """Render (or simulate) as the generator did with these switches (codegen_switches' keys; a
     recorded block without "convert_batch" predates the batched convert: 1; without
-    "im2col_rows_hoisted", the hoisted im2col rows: False)."""
-    global GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED
-    saved = GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED
+    "im2col_rows_hoisted", the hoisted im2col rows: False; without "fused_staged_e", fused_wgmma's
+    staged E: False)."""
+    global GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E
+    saved = GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E
     GEMM_STAGED_STORE = bool(switches.get("gemm_staged_store", GEMM_STAGED_STORE))
     GEMM_STAGED_RED = bool(switches.get("gemm_staged_red", GEMM_STAGED_RED))
     CONVERT_BATCH = int(switches.get("convert_batch", 1 if switches else CONVERT_BATCH))
     IM2COL_ROWS_HOISTED = bool(switches.get("im2col_rows_hoisted", False if switches else IM2COL_ROWS_HOISTED))
+    FUSED_STAGED_E = bool(switches.get("fused_staged_e", False if switches else FUSED_STAGED_E))
     try:
         yield
     finally:
-        GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED = saved
+        GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E = saved
 
 
 # the wgmma templates' implicit im2col A loader (k1 x k1 conv chains): False keeps those chains on mma_sync
@@ -439,6 +446,16 @@ def fused_wgmma_layout(plan: Plan) -> FusedWgmmaLayout:
     e_receive = (reduce - 1) * t.block_m * (t.block_l // reduce) * 4
     return FusedWgmmaLayout(plan.stages * stage, shuffle * t.block_m * t.block_n * 2, exchange, e_partial, e_receive,
                             8 * (2 * plan.stages + shuffle + 2))
+
+
+def fused_wgmma_e_staged(plan: Plan) -> bool:
+    """Whether fused_wgmma.cu.j2 stages the plan's last E sub-tile in SMEM (FUSED_STAGED_E): E goes
+    straight out as bf16 (no reduce-scatter, no inter_cluster_reduce) and the sub-tile's rows, padded
+    by 16 bytes, fit the drained operand ring."""
+    t = plan.tiles
+    rows_bytes = t.block_m * ((fused_wgmma_sub_l(t.block_l) or 64) + 8) * 2
+    return (FUSED_STAGED_E and max(plan.cluster.reduce, 1) <= 1 and plan.n_split == 1
+            and rows_bytes <= fused_wgmma_layout(plan).ring)
 
 
 def fused_wgmma_problem(plan: Plan) -> str | None:

@@ -118,6 +118,30 @@ def test_im2col_rows_decoded_once_per_block_follow_the_switch():
     assert not im2col_rows_hoisted(CH, 64)  # no convolution, no im2col
 
 
+def test_fused_wgmma_stages_its_last_e_sub_tile_only_where_e_goes_straight_out():
+    """fused_wgmma stages its last E sub-tile in the drained ring (16-byte row pieces) where E leaves as
+    bf16 without a reduce-scatter or inter_cluster_reduce; with the switch off (files recorded before
+    it) the template renders as before, fragment stores only."""
+    from fusesim.capability import codegen_switches, fused_wgmma_e_staged, generator_switches
+
+    plans = representative_plans()
+    staged = [k for k, p in plans.items() if k.startswith("fused_wgmma") and fused_wgmma_e_staged(p)]
+    assert set(staged) == {"fused_wgmma_staged_e_m128_shuffle", "fused_wgmma_large_l_predicated_silu",
+                           "fused_wgmma_conv3x3_smem"}
+    for name, plan in plans.items():
+        if not name.startswith("fused_wgmma"):
+            continue
+        code = generate(plan).code
+        assert ("constexpr int LDE" in code) == (name in staged), name
+        with generator_switches({**codegen_switches(), "fused_staged_e": False}):
+            old = generate(plan).code
+        assert "LDE" not in old and "pack_bf16x2(e0, e1)" in old, name
+        if name not in staged:
+            assert old == code, name  # nothing else changes
+    m128 = plans["fused_wgmma_staged_e_m128_shuffle"]
+    assert m128.tiles.block_m == 128 and m128.cluster.shuffle > 1 and m128.chain.m % 128  # two warpgroups, predicated
+
+
 def test_fused_wgmma_representatives_cover_every_dsm_comm_form():
     plans = {k: p for k, p in representative_plans().items() if k.startswith("fused_wgmma")}
     for p in plans.values():

@@ -293,6 +293,9 @@ def representative_plans() -> dict[str, Plan]:
         "fused_wgmma_large_l_predicated_silu": fused(_chain("ts", 77, 128, 1024, 4096, "silu"),
                                                      ClusterShape(1, 1, 1, 1), 64, 128, 64, n_split=1, stages=4,
                                                      instruction="wgmma"),
+        # E staged in the drained ring (no reduce-scatter): two consumer warpgroups, a shuffle, predicated M
+        "fused_wgmma_staged_e_m128_shuffle": fused(_chain("tq", 200, 128, 256, 512, "relu"), ClusterShape(1, 2, 1, 2),
+                                                   128, 64, 64, n_split=1, stages=4, instruction="wgmma"),
         # implicit im2col in the wgmma templates (cp.async A rows + TMA weights on one ring)
         "gemm_wgmma_conv3x3_split_predicated": unfused_wgmma(_REP_CONV, 128, 64, 4, split0=3, bn1=128),
         "gemm_wgmma_conv3x3_m64_two_images": unfused_wgmma(_REP_CONV2, 64, 128, 3, split1=2, bn1=64),
