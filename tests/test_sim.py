@@ -941,12 +941,18 @@ def test_fused_wgmma_stores_e_from_its_fragments_at_the_fragment_request_rate():
     request rate of the calibrated fragment red.add (8 bytes a lane), so at 2 x 2 / 8 of its bytes per SM.
     The probed kernels spend that long from their last wgmma to the block barrier (0.5 us for 8 KiB, 2.2 us
     for 32 KiB a block: results/h200/probe_sync_*.json). A plan that red.adds E is not stored so."""
+    from fusesim.capability import codegen_switches, generator_switches
     from fusesim.codegen.handplans import representative_plans
 
     hw = load_hardware("hw_configs/h200_calibrated.yaml")
     reps = representative_plans()
     plan = reps["fused_wgmma_conv3x3_smem"]
-    res = simulate(plan, hw, trace=True)
+    with generator_switches({**codegen_switches(), "fused_staged_e": False}):  # the template before the staging
+        res = simulate(plan, hw, trace=True)
+        slower = hw.model_copy(update={"l2_fragment_reduction_gbps_per_sm": hw.l2_fragment_reduction_gbps_per_sm / 2})
+        slower_ns = simulate(plan, slower).time_ns
+        reduced = reps["fused_wgmma_exchange_shuffle_reduce"]
+        reduced_trace = simulate(reduced, hw, trace=True).trace or []
     spans = [e for e in res.trace or [] if e.get("ph") == "X" and e.get("name") == "store E (sub-tile)"]
     first = min(e["tid"] for e in spans)
     store_us = sum(e["dur"] for e in spans if e["tid"] == first)
@@ -954,7 +960,40 @@ def test_fused_wgmma_stores_e_from_its_fragments_at_the_fragment_request_rate():
     per_block_bytes = plan.chain.m * plan.chain.l * 2 / blocks  # the lock-step cohort shares E's rows evenly
     expect_us = (per_block_bytes / (hw.l2_fragment_reduction_gbps_per_sm * 2 * 2 / 8) + hw.l2_latency_ns) / 1e3
     assert store_us == pytest.approx(expect_us, rel=0.05)
+    assert slower_ns > res.time_ns + 0.5 * expect_us * 1e3
+    assert not any(e.get("name") == "store E (sub-tile)" for e in reduced_trace)
+
+
+def test_fused_wgmma_stages_its_last_e_sub_tile_and_stores_row_pieces_at_the_port():
+    """With FUSED_STAGED_E the template writes the last E sub-tile as bf16 rows into the drained ring and
+    stores 16-byte row pieces: the simulator stages it in SMEM and stores it at the calibrated 16-byte
+    ld/st rate (the convert's), so the fragment request rate no longer sets that sub-tile's time. A long
+    L keeps its earlier sub-tiles as fragment stores (they overlap the next sub-tile's wgmmas); a plan
+    with a reduce-scatter or inter_cluster_reduce is not staged."""
+    from fusesim.capability import codegen_switches, fused_wgmma_e_staged, generator_switches
+    from fusesim.codegen.handplans import representative_plans
+
+    hw = load_hardware("hw_configs/h200_calibrated.yaml")
+    reps = representative_plans()
+    plan = reps["fused_wgmma_conv3x3_smem"]
+    assert fused_wgmma_e_staged(plan)
+    res = simulate(plan, hw, trace=True)
+    names = {e.get("name") for e in res.trace or [] if e.get("ph") == "X"}
+    assert "store E (staged sub-tile)" in names and "store E (sub-tile)" not in names
+    spans = [e for e in res.trace or [] if e.get("ph") == "X" and e.get("name") == "store E (staged sub-tile)"]
+    store_us = min(e["dur"] for e in spans)  # one cohort: the first SM's, as the others
+    blocks = -(-plan.chain.m // plan.tiles.block_m) * -(-plan.chain.l // plan.tiles.block_l)
+    per_block_bytes = plan.chain.m * plan.chain.l * 2 / blocks
+    ldst_gbps = hw.cp_async_bytes_per_sm_cycle * hw.clock_mhz / 1e3
+    assert store_us == pytest.approx((per_block_bytes / ldst_gbps + hw.l2_latency_ns) / 1e3, rel=0.05)
     slower = hw.model_copy(update={"l2_fragment_reduction_gbps_per_sm": hw.l2_fragment_reduction_gbps_per_sm / 2})
-    assert simulate(plan, slower).time_ns > res.time_ns + 0.5 * expect_us * 1e3
-    reduced = reps["fused_wgmma_exchange_shuffle_reduce"]
-    assert not any(e.get("name") == "store E (sub-tile)" for e in simulate(reduced, hw, trace=True).trace or [])
+    assert simulate(plan, slower).time_ns == res.time_ns  # the fragment rate no longer applies
+    with generator_switches({**codegen_switches(), "fused_staged_e": False}):
+        assert not fused_wgmma_e_staged(plan)
+        assert simulate(plan, hw).time_ns > res.time_ns + 1e3  # 32 KiB a block at 15 GB/s: about 2 us
+    long_l = reps["fused_wgmma_large_l_predicated_silu"]
+    subs = [e["name"] for e in simulate(long_l, hw, trace=True).trace or []
+            if e.get("ph") == "X" and e.get("name", "").startswith("store E") and e["tid"] == 0]
+    assert subs[-1] == "store E (staged sub-tile)" and set(subs[:-1]) == {"store E (sub-tile)"}
+    for name in ("fused_wgmma_exchange_shuffle_reduce", "fused_wgmma_smem_inter_cluster"):
+        assert not fused_wgmma_e_staged(reps[name])

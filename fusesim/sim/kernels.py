@@ -769,6 +769,10 @@ class FusedWgmmaCohort(FusedCohort):
         # without either, the consumer threads store each bf16 E sub-tile straight from their
         # accumulators (4-byte stores, 16 bytes per row and warp quad): the same short queue
         store_inline = cl.reduce <= 1 and not red_inline
+        # except the last sub-tile, when the template stages it in the drained ring (FUSED_STAGED_E):
+        # bf16 rows to SMEM, then 16-byte st.global row pieces at the calibrated 16-byte ld/st rate (the
+        # convert's)
+        staged_last = store_inline and capability.fused_wgmma_e_staged(self.plan)
         for sl in range(self.sub_passes):
             for t in range(cl.shuffle):
                 if t == 1 and sl == 0 and push is not None:  # the other slices have landed
@@ -782,6 +786,11 @@ class FusedWgmmaCohort(FusedCohort):
                 yield from self.smem_rmw("E partial", bm * self.sub_l * 4)
             elif red_inline:  # the consumer threads red.add the sub-tile from their accumulators
                 yield from self.timed(self._red_add_e(sl, self.sub_passes), "inter_cluster_reduce (sub-tile)", "store")
+            elif staged_last and sl == self.sub_passes - 1:
+                yield from self.smem_rmw("E sub-tile (stage)", 2 * bm * self.sub_l * self.eb)
+                gran, l2_bytes = self._part(self._e_store_slices, sl, self.sub_passes)
+                yield from self.timed(self.mem.store(gran, l2_bytes, self.sms, self.convert_port),
+                                      "store E (staged sub-tile)", "store")
             elif store_inline:
                 yield from self.timed(self._store_e_fragments(sl, self.sub_passes), "store E (sub-tile)", "store")
         for s in self.steps.get("dsm_reduce_scatter", []):
