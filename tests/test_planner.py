@@ -495,3 +495,20 @@ def test_cli_simulate_and_codegen_run_the_same_plan(capsys: pytest.CaptureFixtur
     with pytest.raises(SystemExit) as bad:
         main(["simulate", *args, "--rank", "nope"])
     assert bad.value.code == 2 and capsys.readouterr().err.count("\n") == 1
+
+
+def test_plan_case_memo_follows_the_generator_switches():
+    """`plan_case` memoizes its plans with their simulated times; the generator switches change the
+    kernels those times are of (fused_wgmma's staged E), so a run recorded with other switches gets
+    its own plans, not the last caller's."""
+    from fusesim.capability import codegen_switches, generator_switches
+
+    hw = load_hardware(ROOT / "hw_configs" / "h200_calibrated.yaml")
+    c5 = next(ch for ch in load_workload(ROOT / "workloads" / "paper_conv_chains.yaml").cases if ch.case_id == "C5")
+    staged = plan_case(c5, hw, strategies=("smem",), rank="simulated").plans["smem"][0]
+    with generator_switches({**codegen_switches(), "fused_staged_e": False}):
+        frags = plan_case(c5, hw, strategies=("smem",), rank="simulated").plans["smem"][0]
+    assert staged.plan.to_json() == frags.plan.to_json()  # the same plan, its store tail 32 KiB a block
+    assert frags.simulated_ns > staged.simulated_ns + 1000
+    again = plan_case(c5, hw, strategies=("smem",), rank="simulated").plans["smem"][0]
+    assert again.simulated_ns == staged.simulated_ns

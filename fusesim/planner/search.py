@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from fusesim.capability import wgmma_gemm_regs_per_thread
+from fusesim.capability import codegen_switches, wgmma_gemm_regs_per_thread
 from fusesim.hardware import Hardware
 from fusesim.plan import ClusterShape, Kernel, Plan, Schedule, Tiles
 from fusesim.planner.cost import Prediction, fused_cost, predict
@@ -558,7 +558,8 @@ def plan_case(chain: Chain, hw: Hardware, strategies: tuple[str, ...] | list[str
     `rank`: how each named strategy's own plans are ordered -- "cost" by the planner's cost model
     (the paper's Algorithm 2), "simulated" by simulated time over the same pool "best" simulates
     (that strategy's plans of it), so that a strategy is compared with the others at its best.
-    Results are memoized per (chain, hw.fingerprint, arguments): sweeps call this thousands of times.
+    Results are memoized per (chain, hw.fingerprint, arguments, the generator switches that shape the
+    simulated kernels): sweeps call this thousands of times.
     """
     from fusesim.errors import InputError
 
@@ -571,7 +572,7 @@ def plan_case(chain: Chain, hw: Hardware, strategies: tuple[str, ...] | list[str
         raise InputError(None, "top_k", f"must be at least 1 (got {top_k})", case=chain.case_id)
     if rank not in RANKS:
         raise InputError(None, "rank", f"unknown rank {rank!r} (one of {', '.join(RANKS)})", case=chain.case_id)
-    key = (chain, hw.fingerprint, strategies, top_k, require_buildable, rank)
+    key = (chain, hw.fingerprint, strategies, top_k, require_buildable, rank, tuple(sorted(codegen_switches().items())))
     hit = _CACHE.get(key)
     if hit is None:
         base = tuple(s for s in ALL_STRATEGIES if s in strategies or "best" in strategies)
