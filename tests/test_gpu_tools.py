@@ -50,3 +50,25 @@ def test_smem_audit_reports_conflict_share_and_cost_per_family() -> None:
     assert len(doc["cases"][0]["plans"]) == 1 and "verify" not in doc["cases"][0]["plans"][0]
     line = next(x for x in smem_table(doc) if x.startswith("fused_wgmma fused"))
     assert "0.50 0.50" in line and "10.00%" in line
+
+
+def test_a_plan_listed_twice_counts_one_launch_of_each_kernel() -> None:
+    """`--all` launches each distinct kernel once; a block's bytes are one launch of each of the plan's
+    kernels, and the committed bench files hold no row whose counters repeat a kernel."""
+    import json
+    from pathlib import Path
+
+    from fusesim.gpu.ncu import first_launch_of_each
+
+    a = {"name": "fs_fwg_C1_smem_x", "dram__bytes_read.sum": 10.0}
+    b = {"name": "fs_fwg_C1_smem_x", "dram__bytes_read.sum": 12.0}
+    g0, g1 = {"name": "fs_wgmma0_C1_unfused_y", "dram__bytes_read.sum": 1.0}, {"name": "fs_wgmma1_C1_unfused_y"}
+    assert first_launch_of_each([a, b]) == [a]
+    assert first_launch_of_each([g0, g1, g0]) == [g0, g1]
+    assert _summed(first_launch_of_each([a, b]), "cmd", ("dram__bytes_read.sum",))["dram__bytes_read.sum"] == 10.0
+    root = Path(__file__).resolve().parents[1] / "results" / "h200"
+    for f in root.glob("*_paper_*.json"):
+        for case in json.loads(f.read_text()).get("cases", []):
+            for row in case.get("plans", []):
+                kernels = (row.get("ncu") or {}).get("kernels", [])
+                assert len(kernels) == len(set(kernels)), (f.name, case["case"], kernels)

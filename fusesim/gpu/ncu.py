@@ -79,6 +79,18 @@ def _run_ncu(cmd: list[str], timeout_s: int, metrics: tuple[str, ...] = METRICS)
     return out, ""
 
 
+def first_launch_of_each(launches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One launch per kernel name: a plan is one launch of each of its kernels (a plan listed twice in a
+    bench file was launched twice by `--all` before 2026-12-05 17:10 UTC, and summed twice)."""
+    seen: set[str] = set()
+    out = []
+    for k in launches:
+        if k["name"] not in seen:
+            seen.add(k["name"])
+            out.append(k)
+    return out
+
+
 def _summed(launches: list[dict[str, Any]], command: str, metrics: tuple[str, ...] = METRICS) -> dict[str, Any]:
     out: dict[str, Any] = {m: sum(k.get(m, 0.0) for k in launches) for m in metrics}
     out["kernels"] = [k["name"] for k in launches]
@@ -169,7 +181,8 @@ def _all_from_bench(bench_json: str, out: str, strategies: tuple[str, ...], work
         r["so"] = str(build(generate(Plan.from_dict(r["plan"])), "so"))
     work.mkdir(parents=True, exist_ok=True)
     spec = work / "ncu_many.json"
-    spec.write_text(json.dumps([{"so": r["so"], "chain": c["chain"]} for c, r in rows]))
+    distinct = {r["so"]: c["chain"] for c, r in rows}  # a plan listed twice is launched once
+    spec.write_text(json.dumps([{"so": so, "chain": chain} for so, chain in distinct.items()]))
     cmd = _ncu_cmd(exe, ["--launch-many", str(spec)], metrics)
     launches, err = _run_ncu(cmd, 540, metrics)
     if err:
@@ -179,7 +192,7 @@ def _all_from_bench(bench_json: str, out: str, strategies: tuple[str, ...], work
     done = 0
     for c, r in rows:
         stem = so_kernel_stem(r["so"])
-        mine = [k for k in launches if k["name"].endswith(stem)]
+        mine = first_launch_of_each([k for k in launches if k["name"].endswith(stem)])
         if mine:
             r[block] = _summed(mine, command, metrics)
             done += 1
