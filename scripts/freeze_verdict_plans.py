@@ -28,11 +28,13 @@ WORKLOADS = ("gemm_chains", "gated_ffn", "conv_chains")
 STRATEGIES = ("unfused", "smem", "dsm")
 
 
-def final_run() -> tuple[dict[tuple[str, str], tuple[float, Plan]], set[str]]:
-    """(case, strategy) -> (measured us, plan) of the final run's fastest verified plan; every plan it timed."""
+def final_run(patterns: tuple[str, ...] = ("results/h200/final_paper_*.json",)
+              ) -> tuple[dict[tuple[str, str], tuple[float, Plan]], set[str]]:
+    """(case, strategy) -> (measured us, plan) of the fastest verified plan of the runs `patterns` match
+    (by default the final run); every plan they timed."""
     out: dict[tuple[str, str], tuple[float, Plan]] = {}
     timed: set[str] = set()
-    for m in load_measured(sorted(glob.glob("results/h200/final_paper_*.json"))).items:
+    for m in load_measured(sorted(f for pat in patterns for f in glob.glob(pat))).items:
         if m.plan_dict is None:
             continue
         p = Plan.from_dict(m.plan_dict)

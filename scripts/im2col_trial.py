@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from store_trial import build_only, measure  # noqa: E402
+from store_trial import build_only, measure, switched_sources  # noqa: E402
 
 PLAN_FILE = "results/h200/plans_final_conv_chains.json"
 VARIANTS = {"per-copy decode": False, "rows decoded once": True}
@@ -25,8 +25,7 @@ VARIANTS = {"per-copy decode": False, "rows decoded once": True}
 
 def sources():
     """(case, plan, {variant: Source}) for every plan with an implicit-im2col A loader."""
-    from fusesim.capability import codegen_switches, generator_switches, im2col_rows_hoisted
-    from fusesim.codegen import generate
+    from fusesim.capability import im2col_rows_hoisted
     from fusesim.plan import Plan
 
     for case, rows in json.loads(Path(PLAN_FILE).read_text()).items():
@@ -34,11 +33,7 @@ def sources():
             plan = Plan.from_dict(r.get("plan", r))
             if plan.instruction != "mma_sync" or not im2col_rows_hoisted(plan.chain, plan.tiles.block_k):
                 continue
-            srcs = {}
-            for name, on in VARIANTS.items():
-                with generator_switches({**codegen_switches(), "im2col_rows_hoisted": on}):
-                    srcs[name] = generate(plan)
-            yield case, plan, srcs
+            yield case, plan, switched_sources(plan, "im2col_rows_hoisted", VARIANTS)
 
 
 def main() -> int:

@@ -212,7 +212,10 @@ def device(out: Path, picks: list[str], pattern: str = FINAL) -> int:
     from fusesim.plan import Plan
 
     listed = final_plans(pattern)
-    result = {"what": __doc__.splitlines()[0], "gpu": torch.cuda.get_device_name(), "plans": {}}
+    from fusesim.capability import codegen_switches
+
+    result = {"what": __doc__.splitlines()[0], "gpu": torch.cuda.get_device_name(), "codegen": codegen_switches(),
+              "plans": {}}
     width = WIDTH
     host = (ctypes.c_ulonglong * (2048 * width))()
     for pick in picks:
@@ -264,17 +267,28 @@ def line(s: dict[str, float]) -> str:
                f"consumer wake {s['c_wake'] * 1e3:.0f} ns" if "p_react" in s else ""))
 
 
-def simulated(plan_dict: dict, hw_path: str) -> dict[str, float]:
-    """The simulator's numbers for the same plan (first SM's spans): first data, GEMM0 and GEMM1 per
-    stage, GEMM0's last stage to GEMM1's first, the last stage to the kernel's end, the whole time."""
+def probe_switches(data: dict) -> dict:
+    """The generator switches a probe file's kernels were built with: recorded since the staged-E run; a
+    file without them predates fused_wgmma's staged E (its other switches were the defaults of today)."""
+    from fusesim.capability import codegen_switches
+
+    return data.get("codegen") or {**codegen_switches(), "fused_staged_e": False}
+
+
+def simulated(plan_dict: dict, hw_path: str, switches: dict | None = None) -> dict[str, float]:
+    """The simulator's numbers for the same plan (first SM's spans), as the generator with `switches`
+    (by default today's) builds it: first data, GEMM0 and GEMM1 per stage, GEMM0's last stage to GEMM1's
+    first, the last stage to the kernel's end, the whole time."""
+    from fusesim.capability import codegen_switches, generator_switches
     from fusesim.codegen import generate
     from fusesim.hardware import load_hardware
     from fusesim.plan import Plan
     from fusesim.sim import simulate
 
     plan = Plan.from_dict(plan_dict)
-    kt0 = source_kt0(generate(plan).code)
-    res = simulate(plan, load_hardware(hw_path), trace=True)
+    with generator_switches(switches or codegen_switches()):
+        kt0 = source_kt0(generate(plan).code)
+        res = simulate(plan, load_hardware(hw_path), trace=True)
     spans = [e for e in (res.trace or []) if e.get("ph") == "X" and e["pid"] == 1]
     first_sm = min(e["tid"] for e in spans)
     mma = sorted(e["ts"] for e in spans if e["tid"] == first_sm and e["name"] == "mma")
@@ -295,7 +309,7 @@ def main() -> int:
         hw_path = sys.argv[3] if len(sys.argv) > 3 else "hw_configs/h200_calibrated.yaml"
         print("plan     GPU / sim: time us | first data us | GEMM0 ns/stage | GEMM1 ns/stage | GEMM0 -> GEMM1 us | tail us")
         for pick, p in data["plans"].items():
-            m, sim = p["median_rep"], simulated(p["plan"], hw_path)
+            m, sim = p["median_rep"], simulated(p["plan"], hw_path, probe_switches(data))
             gap = m["g0_last_to_done"] + m["exchange"]
             print(f"{pick:6s} {p['measured_us']:6.2f} / {sim['time_us']:6.2f} | {m['first_data']:.2f} / {sim['first_data']:.2f} | "
                   f"{m['g0_per_stage'] * 1e3:4.0f} / {sim['g0_per_stage'] * 1e3:4.0f} | "

@@ -25,11 +25,11 @@ def unfused_wgmma(pd: dict) -> bool:
     return pd["strategy"] == "unfused" and pd.get("instruction") == "wgmma"
 
 
-def plans(want=unfused_wgmma) -> list[tuple[str, dict]]:
-    """(case, plan dict) of every plan in the frozen final-run plan lists that `want` accepts (by
-    default the unfused gemm_wgmma ones)."""
+def plans(want=unfused_wgmma, files: tuple[str, ...] = PLAN_FILES) -> list[tuple[str, dict]]:
+    """(case, plan dict) of every plan in the frozen plan lists `files` (by default the final run's)
+    that `want` accepts (by default the unfused gemm_wgmma ones)."""
     out = []
-    for f in PLAN_FILES:
+    for f in files:
         for case, rows in json.loads(Path(f).read_text()).items():
             out += [(case, r.get("plan", r)) for r in rows if want(r.get("plan", r))]
     return out
@@ -48,6 +48,19 @@ def sources():
             with generator_switches({"gemm_staged_store": store, "gemm_staged_red": red}):
                 srcs[name] = generate(plan)
         yield case, plan, srcs
+
+
+def switched_sources(plan, switch: str, variants: dict) -> dict:
+    """{variant: Source} of `plan`, generated with the generator switch `switch` (a codegen_switches key)
+    set to each variant's value and the others as today."""
+    from fusesim.capability import codegen_switches, generator_switches
+    from fusesim.codegen import generate
+
+    out = {}
+    for name, value in variants.items():
+        with generator_switches({**codegen_switches(), switch: value}):
+            out[name] = generate(plan)
+    return out
 
 
 def codegen_variants(switch: str, variants: dict, keep, patched: str):
