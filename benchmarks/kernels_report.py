@@ -35,7 +35,17 @@ PLANS_NOTE = {
 
 
 # cases timed again after the final run, with kernels it did not have (the wgmma implicit im2col)
-LATER = "wgmma_im2col_paper_*.json"
+# runs after the final run that timed cases again with kernels it did not have: (file pattern, what changed,
+# how the run chose its plans, the script); a later run's cases replace the earlier ones in the mixed summary
+LATER = (
+    ("wgmma_im2col_paper_*.json", "on the wgmma templates' implicit im2col",
+     "per case and strategy the simulator's four fastest wgmma plans (the templates' implicit-im2col loader, new "
+     "after the final run) and the final run's fastest plan of the strategy", "scripts/device_im2col.sh"),
+    ("estage_paper_*.json", "with fused_wgmma's last E sub-tile staged in SMEM",
+     "per case and strategy the simulator's three fastest wgmma plans (fused_wgmma's last E sub-tile staged in the "
+     "drained ring and stored as 16-byte row pieces where E goes straight out, new after the im2col run) and the "
+     "fastest plan of the strategy in the final and im2col runs", "scripts/device_estage.sh"),
+)
 
 
 def geomean(xs: list[float]) -> float:
@@ -212,36 +222,42 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = "final_p
     return "\n".join(lines)
 
 
-def render_later(final: list[dict[str, Any]], later: list[dict[str, Any]], env: dict[str, Any], pattern: str) -> str:
-    """Cases timed again after the final run in another run (with kernels the final run did not have):
-    their rows, and the summary geomeans with those cases taken from that run."""
-    if not later:
-        return ""
-    by_case = {r["case"]: r for r in later if r.get("ours")}
-    mixed = [by_case.get(r["case"], r) for r in final if by_case.get(r["case"], r).get("ours")]
-    before = {r["case"]: r for r in final}
-    lines = ["", f"## After the final run: {', '.join(by_case)} on the wgmma templates' implicit im2col (another run)", "",
-             f"`{pattern}` ({env.get('gpu', '?')}, {env.get('date_utc', '?')}, `scripts/device_im2col.sh`): per case and "
-             "strategy the simulator's four fastest wgmma plans (the templates' implicit-im2col loader, new after the "
-             "final run) and the final run's fastest plan of the strategy, with PyTorch, in one run.", "",
-             "| case | best | plan | ours us | eager us | graphs us | x eager | x graphs | final run: ours us, x eager "
-             "| % floor | unfused / smem / dsm us | verified |", "|---|---|---|---:|---:|---:|---:|---:|---|---:|---|---|"]
-    for r in later:
-        if not r.get("ours"):
+def render_later(final: list[dict[str, Any]], runs: list[tuple[list[dict[str, Any]], dict[str, Any], tuple[str, ...]]]) -> str:
+    """Cases timed again after the final run in other runs (with kernels the final run did not have): each
+    run's rows against the run before, and the summary geomeans with those cases taken from the latest run
+    that timed them."""
+    current = {r["case"]: r for r in final}
+    out: list[str] = []
+    for later, env, (pattern, what, how, script) in runs:
+        if not later:
             continue
-        b = before.get(r["case"], {})
-        bs = " / ".join(_f(r["by_strategy"][s]) for s in ("unfused", "smem", "dsm"))
-        was = f"{_f(b.get('ours'))}, {_f(b['eager'] / b['ours'], '{:.2f}')}" if b.get("ours") else "-"
-        lines.append(f"| {r['case']} | {r['strategy']} | {r['plan']}, {r['threads']} thr, {r['instruction']} | "
-                     f"{_f(r['ours'])} | {_f(r['eager'])} | {_f(r['graph'])} | {_f(r['eager'] / r['ours'], '{:.2f}')} | "
-                     f"{_f(r['graph'] / r['ours'], '{:.2f}')} | {was} | {_f(100 * r['floor'] / r['ours'], '{:.0f}')} | "
-                     f"{bs} | {r['verified']} |")
-    small = [r for r in mixed if r["floor"] <= 10.0]
-    lines += ["", f"With these cases from this run and the rest from the final run (two runs; the targets ask for one): "
-              f"geomean **{geomean([r['eager'] / r['ours'] for r in mixed if r['eager']]):.2f}x** PyTorch eager, "
-              f"**{geomean([r['graph'] / r['ours'] for r in mixed if r['graph']]):.2f}x** CUDA graphs (queued); "
-              f"cases with an HBM floor under 10 us: {sum(1 for r in small if r['ours'] < 8.0)} of {len(small)} under 8 us.", ""]
-    return "\n".join(lines)
+        by_case = {r["case"]: r for r in later if r.get("ours")}
+        lines = ["", f"## After the final run: {', '.join(by_case)} {what} (another run)", "",
+                 f"`results/h200/{pattern}` ({env.get('gpu', '?')}, {env.get('date_utc', '?')}, `{script}`): {how}, "
+                 "with PyTorch, in one run.", "",
+                 "| case | best | plan | ours us | eager us | graphs us | x eager | x graphs | before: ours us, x eager "
+                 "| % floor | unfused / smem / dsm us | verified |", "|---|---|---|---:|---:|---:|---:|---:|---|---:|---|---|"]
+        for r in later:
+            if not r.get("ours"):
+                continue
+            b = current.get(r["case"], {})
+            bs = " / ".join(_f(r["by_strategy"][s]) for s in ("unfused", "smem", "dsm"))
+            was = f"{_f(b.get('ours'))}, {_f(b['eager'] / b['ours'], '{:.2f}')}" if b.get("ours") else "-"
+            lines.append(f"| {r['case']} | {r['strategy']} | {r['plan']}, {r['threads']} thr, {r['instruction']} | "
+                         f"{_f(r['ours'])} | {_f(r['eager'])} | {_f(r['graph'])} | {_f(r['eager'] / r['ours'], '{:.2f}')} | "
+                         f"{_f(r['graph'] / r['ours'], '{:.2f}')} | {was} | {_f(100 * r['floor'] / r['ours'], '{:.0f}')} | "
+                         f"{bs} | {r['verified']} |")
+        current.update(by_case)
+        mixed = [current[r["case"]] for r in final if current[r["case"]].get("ours")]
+        small = [r for r in mixed if r["floor"] <= 10.0]
+        other_gpu = "" if "H200" in str(env.get("gpu", "")) else f", this one on an {env.get('gpu', '?')}"
+        lines += ["", f"With these cases from this run and the rest as above (several runs{other_gpu}; the targets ask for "
+                  "one on the H200): "
+                  f"geomean **{geomean([r['eager'] / r['ours'] for r in mixed if r['eager']]):.2f}x** PyTorch eager, "
+                  f"**{geomean([r['graph'] / r['ours'] for r in mixed if r['graph']]):.2f}x** CUDA graphs (queued); "
+                  f"cases with an HBM floor under 10 us: {sum(1 for r in small if r['ours'] < 8.0)} of {len(small)} under 8 us.", ""]
+        out += lines
+    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -252,9 +268,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prefix", default="final_paper_")
     args = p.parse_args(argv)
     rs, env = rows(Path(args.results), Path(args.hw), args.prefix)
-    later_files = sorted(Path(args.results).glob(LATER))
-    later, later_env = rows_of(later_files, Path(args.hw)) if later_files else ([], {})
-    Path(args.out).write_text(render(rs, env, args.prefix) + render_later(rs, later, later_env, f"results/h200/{LATER}"))
+    runs = []
+    for spec in LATER:
+        later_files = sorted(Path(args.results).glob(spec[0]))
+        runs.append((*(rows_of(later_files, Path(args.hw)) if later_files else ([], {})), spec))
+    Path(args.out).write_text(render(rs, env, args.prefix) + render_later(rs, runs))
     print(f"wrote {args.out}")
     return 0
 

@@ -238,7 +238,8 @@ class Verdict:
 
 
 def fusion_verdicts(bench_files: Sequence[str | Path], hw: Hardware, rank: str = "simulated") -> list[Verdict]:
-    """Per case of `fusesim bench` files (one run): the measured and the planner's fusion verdict."""
+    """Per case of `fusesim bench` files (one run): the measured and the planner's fusion verdict, the
+    planner's kernels simulated as the generator the run recorded built them."""
     import json
 
     from fusesim.commands.bench import best_rows
@@ -248,15 +249,18 @@ def fusion_verdicts(bench_files: Sequence[str | Path], hw: Hardware, rank: str =
 
     out = []
     for f in bench_files:
-        cases = json.loads(Path(f).read_text()).get("cases", [])
+        data = json.loads(Path(f).read_text())
+        cases = data.get("cases", [])
         for c, best in zip(cases, best_rows(cases), strict=True):
             chain = Chain.from_dict(c["chain"])
             sim_us, plans = {}, {}
             for s in ("unfused", "smem", "dsm"):
-                picked = plan_case(chain, hw, strategies=(s,), top_k=1, rank=rank).plans.get(s)
+                with generator_switches(data.get("codegen") or FRAGMENT_EPILOGUE):
+                    picked = plan_case(chain, hw, strategies=(s,), top_k=1, rank=rank).plans.get(s)
+                    if picked:  # ranked by simulation, its time is known; by the cost model, simulate it
+                        sp = picked[0]
+                        ns = sp.simulated_ns if sp.simulated_ns is not None else simulate(sp.plan, hw).time_ns
                 if picked:
-                    sp = picked[0]  # ranked by simulation, its time is known; by the cost model, simulate it
-                    ns = sp.simulated_ns if sp.simulated_ns is not None else simulate(sp.plan, hw).time_ns
                     sim_us[s] = ns / 1e3
                     plans[s] = f"{sp.plan.summary()}, {sp.plan.instruction}"
             out.append(Verdict(c["case"], dict(best["by_strategy_us"]), sim_us, plans))
