@@ -257,11 +257,11 @@ def fusion_verdicts(bench_files: Sequence[str | Path], hw: Hardware, rank: str =
             for s in ("unfused", "smem", "dsm"):
                 with generator_switches(data.get("codegen") or FRAGMENT_EPILOGUE):
                     picked = plan_case(chain, hw, strategies=(s,), top_k=1, rank=rank).plans.get(s)
-                    if picked:  # ranked by simulation, its time is known; by the cost model, simulate it
-                        sp = picked[0]
-                        ns = sp.simulated_ns if sp.simulated_ns is not None else simulate(sp.plan, hw).time_ns
-                if picked:
-                    sim_us[s] = ns / 1e3
-                    plans[s] = f"{sp.plan.summary()}, {sp.plan.instruction}"
+                    if not picked:
+                        continue
+                    sp = picked[0]  # ranked by simulation, its time is known; by the cost model, simulate it
+                    ns = sp.simulated_ns if sp.simulated_ns is not None else simulate(sp.plan, hw).time_ns
+                sim_us[s] = ns / 1e3
+                plans[s] = f"{sp.plan.summary()}, {sp.plan.instruction}"
             out.append(Verdict(c["case"], dict(best["by_strategy_us"]), sim_us, plans))
     return out
