@@ -86,35 +86,45 @@ IM2COL_ROWS_HOISTED = True
 # drained operand ring as bf16 rows and leaves as 16-byte row pieces (`fused_wgmma_e_staged`); False:
 # every consumer thread stores its accumulator fragments (4-byte stores, 8 rows of 16 B per warp store)
 FUSED_STAGED_E = True
+# fused_wgmma's exit cluster barrier (a block's SMEM must outlive the peers' pushes into it and its own
+# bulk copies' reads of it): with a reduce-scatter each block arrives as soon as its slices have landed and
+# waits only at its exit, so the sum and the stores run under the barrier (`fused_wgmma_early_exit_arrive`);
+# False: arrive and wait at the exit (cluster_sync)
+FUSED_EARLY_EXIT_ARRIVE = True
 # what a measured file without a "codegen" block ran: the gemm_wgmma template before the staging
 FRAGMENT_EPILOGUE = {"gemm_staged_store": False, "gemm_staged_red": False, "convert_batch": 1,
-                     "im2col_rows_hoisted": False, "fused_staged_e": False}
+                     "im2col_rows_hoisted": False, "fused_staged_e": False, "fused_early_exit_arrive": False}
 
 
 def codegen_switches() -> dict[str, bool | int]:
     """The generator switches in effect (bench records them next to its measurements)."""
     return {"gemm_staged_store": GEMM_STAGED_STORE, "gemm_staged_red": GEMM_STAGED_RED,
             "convert_batch": CONVERT_BATCH, "im2col_rows_hoisted": IM2COL_ROWS_HOISTED,
-            "fused_staged_e": FUSED_STAGED_E}
+            "fused_staged_e": FUSED_STAGED_E, "fused_early_exit_arrive": FUSED_EARLY_EXIT_ARRIVE}
 
 
 @contextmanager
 def generator_switches(switches: dict[str, bool | int]) -> Iterator[None]:
     """Render (or simulate) as the generator did with these switches (codegen_switches' keys; a
     recorded block without "convert_batch" predates the batched convert: 1; without
-    "im2col_rows_hoisted", the hoisted im2col rows: False; without "fused_staged_e", fused_wgmma's
-    staged E: False)."""
+    "im2col_rows_hoisted", the hoisted im2col rows: False; without "fused_staged_e" or
+    "fused_early_exit_arrive", fused_wgmma's staged E or early exit arrive: False)."""
     global GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E
-    saved = GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E
+    global FUSED_EARLY_EXIT_ARRIVE
+    saved = (GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E,
+             FUSED_EARLY_EXIT_ARRIVE)
     GEMM_STAGED_STORE = bool(switches.get("gemm_staged_store", GEMM_STAGED_STORE))
     GEMM_STAGED_RED = bool(switches.get("gemm_staged_red", GEMM_STAGED_RED))
     CONVERT_BATCH = int(switches.get("convert_batch", 1 if switches else CONVERT_BATCH))
     IM2COL_ROWS_HOISTED = bool(switches.get("im2col_rows_hoisted", False if switches else IM2COL_ROWS_HOISTED))
     FUSED_STAGED_E = bool(switches.get("fused_staged_e", False if switches else FUSED_STAGED_E))
+    FUSED_EARLY_EXIT_ARRIVE = bool(switches.get("fused_early_exit_arrive",
+                                                False if switches else FUSED_EARLY_EXIT_ARRIVE))
     try:
         yield
     finally:
-        GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E = saved
+        (GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E,
+         FUSED_EARLY_EXIT_ARRIVE) = saved
 
 
 # the wgmma templates' implicit im2col A loader (k1 x k1 conv chains): False keeps those chains on mma_sync
@@ -456,6 +466,14 @@ def fused_wgmma_e_staged(plan: Plan) -> bool:
     rows_bytes = t.block_m * ((fused_wgmma_sub_l(t.block_l) or 64) + 8) * 2
     return (FUSED_STAGED_E and max(plan.cluster.reduce, 1) <= 1 and plan.n_split == 1
             and rows_bytes <= fused_wgmma_layout(plan).ring)
+
+
+def fused_wgmma_early_exit_arrive(plan: Plan) -> bool:
+    """Whether fused_wgmma.cu.j2 arrives on its exit cluster barrier once the reduce-scatter's slices have
+    landed (FUSED_EARLY_EXIT_ARRIVE). Only with a reduce-scatter: on an H100, 33 cluster plans with one
+    took 0.981x the time (median), 33 without one (the arrive before inter_cluster_reduce's ticket) 0.999x,
+    one of them 1.02x (results/h200/exit_arrive_trial*.json)."""
+    return FUSED_EARLY_EXIT_ARRIVE and plan.cluster.size > 1 and max(plan.cluster.reduce, 1) > 1
 
 
 def fused_wgmma_problem(plan: Plan) -> str | None:

@@ -142,6 +142,26 @@ def test_fused_wgmma_stages_its_last_e_sub_tile_only_where_e_goes_straight_out()
     assert m128.tiles.block_m == 128 and m128.cluster.shuffle > 1 and m128.chain.m % 128  # two warpgroups, predicated
 
 
+def test_fused_wgmma_exit_barrier_arrives_once_everything_addressed_to_the_block_has_landed():
+    """With FUSED_EARLY_EXIT_ARRIVE a cluster kernel with a reduce-scatter arrives on its exit barrier once
+    its slices have landed and only waits at its exit; without a reduce-scatter, and with the switch off
+    (files recorded before it), the exit is a cluster_sync."""
+    from fusesim.capability import codegen_switches, fused_wgmma_early_exit_arrive, generator_switches
+
+    plans = representative_plans()
+    rs = generate(plans["fused_wgmma_exchange_shuffle_reduce"]).code
+    wait_rbar = rs.index("fs::wg::mbar_wait_cluster(rbar, 0);")
+    assert rs.index("fs::cluster_arrive();", wait_rbar) < rs.index("const float* mine", wait_rbar)
+    assert "fs::cluster_wait();  // own SMEM outlives" in rs and "fs::cluster_sync();  // own SMEM" not in rs
+    no_rs = plans["fused_wgmma_staged_e_m128_shuffle"]
+    assert no_rs.cluster.size > 1 and not fused_wgmma_early_exit_arrive(no_rs)
+    assert "exit barrier's arrive" not in generate(no_rs).code
+    for name in ("fused_wgmma_exchange_shuffle_reduce", "fused_wgmma_reduce_receive_aliased"):
+        with generator_switches({**codegen_switches(), "fused_early_exit_arrive": False}):
+            old = generate(plans[name]).code
+        assert "exit barrier's arrive" not in old and "fs::cluster_sync();  // own SMEM outlives" in old, name
+
+
 def test_fused_wgmma_representatives_cover_every_dsm_comm_form():
     plans = {k: p for k, p in representative_plans().items() if k.startswith("fused_wgmma")}
     for p in plans.values():

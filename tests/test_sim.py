@@ -997,3 +997,27 @@ def test_fused_wgmma_stages_its_last_e_sub_tile_and_stores_row_pieces_at_the_por
     assert subs[-1] == "store E (staged sub-tile)" and set(subs[:-1]) == {"store E (sub-tile)"}
     for name in ("fused_wgmma_exchange_shuffle_reduce", "fused_wgmma_smem_inter_cluster"):
         assert not fused_wgmma_e_staged(reps[name])
+
+
+def test_fused_wgmma_exit_barrier_runs_under_the_sum_and_stores_with_an_early_arrive():
+    """FUSED_EARLY_EXIT_ARRIVE: a cluster block arrives on its exit barrier once its reduce-scatter's slices
+    have landed, so the sum and stores run under the barrier's cost and lag; the exit waits only for what is
+    left of it. A cluster of 1 has no exit barrier either way."""
+    from fusesim.capability import codegen_switches, generator_switches
+    from fusesim.codegen.handplans import representative_plans
+
+    hw = load_hardware("hw_configs/h200_calibrated.yaml")
+    reps = representative_plans()
+    plan = reps["fused_wgmma_exchange_shuffle_reduce"]
+
+    def exit_ns(res) -> float:
+        return sum(e["dur"] for e in res.trace or [] if e.get("ph") == "X" and e.get("name") == "barrier (before exit)"
+                   and e["tid"] == 0) * 1e3
+
+    early = simulate(plan, hw, trace=True)
+    with generator_switches({**codegen_switches(), "fused_early_exit_arrive": False}):
+        synced = simulate(plan, hw, trace=True)
+        single = simulate(reps["fused_wgmma_conv3x3_smem"], hw).time_ns
+    assert exit_ns(synced) > exit_ns(early) and early.time_ns < synced.time_ns
+    assert synced.time_ns - early.time_ns == pytest.approx(exit_ns(synced) - exit_ns(early), rel=0.01)
+    assert simulate(reps["fused_wgmma_conv3x3_smem"], hw).time_ns == single

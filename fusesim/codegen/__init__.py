@@ -190,7 +190,7 @@ def render_fused_wgmma(plan: Plan, name: str) -> str:
         stages=plan.stages, gated_mode=plan.gated_mode, smem_bytes=layout.total,
         er_alias=layout.receive_aliased, mma0_asm=wgmma_asm(t.block_n), mma1_asm=wgmma_asm(sub_l),
         convert_batch=capability.CONVERT_BATCH if plan.n_split > 1 else 1, im2col=capability.wgmma_im2col(plan.chain),
-        e_staged=capability.fused_wgmma_e_staged(plan),
+        e_staged=capability.fused_wgmma_e_staged(plan), early_exit_arrive=capability.fused_wgmma_early_exit_arrive(plan),
     )
 
 

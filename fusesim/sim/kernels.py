@@ -793,17 +793,25 @@ class FusedWgmmaCohort(FusedCohort):
                                       "store E (staged sub-tile)", "store")
             elif store_inline:
                 yield from self.timed(self._store_e_fragments(sl, self.sub_passes), "store E (sub-tile)", "store")
+        # the exit barrier's arrive (`fused_wgmma_early_exit_arrive`): once the reduce-scatter's slices have
+        # landed, so that the sum and the stores run under it
+        early = capability.fused_wgmma_early_exit_arrive(self.plan)
+        arrived = None
         for s in self.steps.get("dsm_reduce_scatter", []):
             if self._scatter_aliased():
                 yield from self.cluster_barrier("barrier (ring drained)")
             yield from self.dsm_arrival("dsm_reduce_scatter", wire_bytes_per_round(s, self.plan.tiles, cl,
                                                                                    self.plan.instruction))
+            arrived = self.env.now if early else None
             yield from self.smem_rmw("reduce-scatter sum", cl.reduce * bm * max(self.bl // cl.reduce, 1) * 4)
         if red_inline:
             yield from self._ticket_and_convert()
         elif not store_inline:
             yield from self._store_e()
-        yield from self.cluster_barrier("barrier (before exit)")
+        if arrived is None:
+            yield from self.cluster_barrier("barrier (before exit)")
+        else:  # released a barrier's cost (and the latest block's lag) after the arrive
+            yield from self.cluster_barrier_until(arrived + self.barrier_ns + self.skew_ns, "barrier (before exit)")
 
     def _store_e_fragments(self, part: int, parts: int) -> simpy.Event:
         """Part `part` of `parts` (the E sub-tiles) of every block's E stored from the accumulator
@@ -838,8 +846,8 @@ class FusedWgmmaCohort(FusedCohort):
         if self.trace is not None:
             self.trace.span(self.sm_ids, name, "exchange", start, self.env.now)
 
-    def cluster_barrier_until(self, t_ns: float):
+    def cluster_barrier_until(self, t_ns: float, name: str = "barrier (peers exist)"):
         start = self.env.now
         yield self.env.timeout(max(t_ns - self.env.now, 0.0))
         if self.trace is not None:
-            self.trace.span(self.sm_ids, "barrier (peers exist)", "barrier", start, self.env.now)
+            self.trace.span(self.sm_ids, name, "barrier", start, self.env.now)
