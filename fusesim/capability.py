@@ -473,7 +473,8 @@ def fused_wgmma_early_exit_arrive(plan: Plan) -> bool:
     landed (FUSED_EARLY_EXIT_ARRIVE). Only with a reduce-scatter: on an H100, 33 cluster plans with one
     took 0.981x the time (median), 33 without one (the arrive before inter_cluster_reduce's ticket) 0.999x,
     one of them 1.02x (results/h200/exit_arrive_trial*.json)."""
-    return FUSED_EARLY_EXIT_ARRIVE and plan.cluster.size > 1 and max(plan.cluster.reduce, 1) > 1
+    return (FUSED_EARLY_EXIT_ARRIVE and plan.instruction == "wgmma" and plan.strategy != "unfused"
+            and plan.cluster.size > 1 and max(plan.cluster.reduce, 1) > 1)
 
 
 def fused_wgmma_problem(plan: Plan) -> str | None:
