@@ -269,10 +269,11 @@ def line(s: dict[str, float]) -> str:
 
 def probe_switches(data: dict) -> dict:
     """The generator switches a probe file's kernels were built with: recorded since the staged-E run; a
-    file without them predates fused_wgmma's staged E (its other switches were the defaults of today)."""
+    file without them predates fused_wgmma's staged E and early exit arrive (its other switches were the
+    defaults of today)."""
     from fusesim.capability import codegen_switches
 
-    return data.get("codegen") or {**codegen_switches(), "fused_staged_e": False}
+    return data.get("codegen") or {**codegen_switches(), "fused_staged_e": False, "fused_early_exit_arrive": False}
 
 
 def simulated(plan_dict: dict, hw_path: str, switches: dict | None = None) -> dict[str, float]:
