@@ -45,6 +45,11 @@ LATER = (
      "per case and strategy the simulator's three fastest wgmma plans (fused_wgmma's last E sub-tile staged in the "
      "drained ring and stored as 16-byte row pieces where E goes straight out, new after the im2col run) and the "
      "fastest plan of the strategy in the final and im2col runs", "scripts/device_estage.sh"),
+    ("estage_h200_paper_*.json", "again on the H200, with the early exit arrive of the reduce-scatter plans too",
+     "the same 96 plans, with fused_wgmma's exit cluster barrier arriving once the reduce-scatter's slices have "
+     "landed (new after the H100 run)",
+     "python3 -m fusesim.commands.bench workloads/paper_conv_chains.yaml --hw hw_configs/h200.yaml --plans "
+     "file:results/h200/plans_estage.json --top-k 99 --reps 50, then fusesim.gpu.ncu --all"),
 )
 
 

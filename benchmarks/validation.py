@@ -61,6 +61,10 @@ ESTAGE = "results/h200/estage_paper_*.json"
 ESTAGE_LABEL = ("conv chains C1-C8 with fused_wgmma's staged E, with each strategy's best of the final and im2col runs "
                 "(out of sample; on an H100)")
 OTHER_GPU = (ESTAGE_LABEL,)  # scored on their own, not among the H200's kernels
+# the same 96 plans on the H200 (another device call), with the early exit arrive of the reduce-scatter plans too
+ESTAGE_H200 = "results/h200/estage_h200_paper_*.json"
+ESTAGE_H200_LABEL = ("conv chains C1-C8 with fused_wgmma's staged E and early exit arrive, with each strategy's best "
+                     "of the final and im2col runs (out of sample)")
 TRIAL_LABEL = "gemm_wgmma unfused kernels (held out)"
 RERUN_LABEL = "gemm_wgmma unfused kernels re-timed with the 2026-12-03 fragment-epilogue template (held out)"
 SWEEP_LABEL = "gemm_wgmma tile / split / ring sweep, weight-streaming cases (held out)"
@@ -79,7 +83,8 @@ HELD_OUT = {TRIAL_LABEL: "results/h200/wgmma_trial.json",
             WGMMA_IM2COL_LABEL: WGMMA_IM2COL,
             SIM_SEARCH2_LABEL: SIM_SEARCH2,
             VERDICT_LABEL: VERDICT_SET,
-            ESTAGE_LABEL: ESTAGE}
+            ESTAGE_LABEL: ESTAGE,
+            ESTAGE_H200_LABEL: ESTAGE_H200}
 # measured again later: each plan set counts once, at its latest measurement, among all kernels
 SUPERSEDED = (TRIAL_LABEL, RERUN_LABEL, SWEEP_LABEL, DSM_LABEL, *PREVIOUS_FINALS)
 CONFIGS = ("hw_configs/h200_calibrated.yaml", "hw_configs/h200.yaml")
@@ -172,10 +177,39 @@ def all_kernels_lines(kept: dict[str, list[Row]]) -> list[str]:
     s, score, b = summarize(latest), summarize(split_rows(latest)[SCORE]), summarize(before)
     return ["## All measured kernels (calibrated config)", "",
             f"Every plan set above timed on the H200 once, at its latest measurement (the three gemm_wgmma sets as "
-            f"re-timed with the staged epilogues; the H100 run of the staged E is scored on its own below): {s['kernels']} kernels, MAPE {pct(s['mape'])}, Pearson {s['pearson']:.3f} (score "
+            f"re-timed with the staged epilogues; the H100 run of the staged E is scored on its own): {s['kernels']} kernels, MAPE {pct(s['mape'])}, Pearson {s['pearson']:.3f} (score "
             f"half: {score['kernels']} kernels, MAPE {pct(score['mape'])}). Target MAPE <= 10%. With those sets as "
             f"first measured (the trial as re-timed with the fragment epilogues): {b['kernels']} kernels, MAPE "
             f"{pct(b['mape'])}, Pearson {b['pearson']:.3f}.", ""]
+
+
+def fused_dram_lines(kept: dict[str, list[Row]]) -> list[str]:
+    """Every fused kernel of every set with Nsight Compute's DRAM bytes (latest measurement of each set, the
+    superseded final runs included): how many are within 5%, and each one that is not."""
+    within = total = 0
+    worse: list[str] = []
+    for label, rows in kept.items():
+        if label.endswith(RETIMED):
+            continue
+        for e, r in _fused_counter_errors(rows, "dram"):
+            total += 1
+            within += e <= 0.05
+            if e > 0.05:
+                m, p = r.measured_bytes, r.predicted_bytes
+                worse.append(f"| {label} | {r.case} | {r.label} | {m.get('dram_read', 0) / 1e3:.0f} / {p['dram_read'] / 1e3:.0f} | "
+                             f"{(m.get('dram_write') or 0) / 1e3:.0f} / {p['dram_write'] / 1e3:.0f} | {100 * e:.1f}% |")
+    lines = [f"Fused kernels of every set with Nsight Compute counters (each file as measured; a plan timed in several "
+             f"sets counts in each): DRAM bytes within 5% for {within} of {total}."]
+    if worse:
+        lines[0] += " The others:"
+        lines += ["", "| set | case | plan | DRAM read KB, measured / simulated | DRAM write KB, measured / "
+                  "simulated | error |", "| --- | --- | --- | --- | --- | --- |", *worse, "",
+                  "The planner set's bench files predate the `binary` block, so their simulated reads leave out the "
+                  "kernels' code (~30 KB fetched from HBM after the flush: G2's two plans read 31-34 KB more than "
+                  "simulated); the S1 and G8 grids of the superseded final runs re-read weights at wave boundaries "
+                  "that the model keeps in L2; C5's (16,1,1,1) plan in the H200 staged-E run wrote 40 KB of E back to "
+                  "DRAM during the kernel, which the model writes back after it (the same kernel on the H100: none)."]
+    return lines + [""]
 
 
 def _quartiles(xs: list[float]) -> str:
@@ -684,45 +718,81 @@ def im2col_probe_lines() -> list[str]:
                     "stages in their simulated last span).", ""]
 
 
+def trial_lines(name: str, switch: str, variants: tuple[str, str], hw: Hardware) -> tuple[list[str], list[float],
+                                                                                 list[float]]:
+    """A trial file (results/h200/NAME, scripts/*_trial.py: each plan verified and timed with a generator
+    switch off and on) against the simulator with the switch each way: table rows, and the on / off ratios
+    measured and simulated."""
+    from fusesim.sim import simulate
+
+    trial = json.loads((ROOT / "results" / "h200" / name).read_text())
+    off, on = variants
+    rows, ratios, sim_ratios = [], [], []
+    for r in trial["rows"]:
+        plan = Plan.from_dict(r["plan"])
+        sim = {}
+        for v in variants:
+            with capability.generator_switches({**capability.codegen_switches(), switch: trial["variants"][v]}):
+                sim[v] = simulate(plan, hw).time_us
+        ratios.append(r["us"][on] / r["us"][off])
+        sim_ratios.append(sim[on] / sim[off])
+        ok = all(x["ok"] for x in r["verify"].values())
+        rows.append(f"| {r['case']} | {plan.summary()}{'' if ok else ' (NOT VERIFIED)'} | {r['us'][off]:.2f} / "
+                    f"{sim[off]:.2f} | {r['us'][on]:.2f} / {sim[on]:.2f} | {ratios[-1]:.3f}x, {sim_ratios[-1]:.3f}x |")
+    return rows, ratios, sim_ratios
+
+
+def exit_arrive_lines(hw: Hardware) -> list[str]:
+    """fused_wgmma's early exit arrive: the exit-sync and early-arrive builds of the same plans, one run."""
+    name = "exit_arrive_trial.json"
+    if not (ROOT / "results" / "h200" / name).exists():
+        return []
+    rows, ratios, sim_ratios = trial_lines(name, "fused_early_exit_arrive", ("exit sync", "early arrive"), hw)
+    trial = json.loads((ROOT / "results" / "h200" / name).read_text())
+    with_rs = [(m, s) for r, m, s in zip(trial["rows"], ratios, sim_ratios, strict=True)
+               if max(Plan.from_dict(r["plan"]).cluster.reduce, 1) > 1]
+    return ["### The exit barrier: arrive once the reduce-scatter's slices have landed", "",
+            f"`scripts/exit_arrive_trial.py` ({trial['gpu']}): per paper case the three fastest fused_wgmma cluster plans "
+            "of the final run, built with the exit cluster barrier as arrive + wait at the exit and with the arrive "
+            "moved to where the reduce-scatter's slices have landed (`fused_wgmma_early_exit_arrive`: reduce-scatter "
+            "plans only; the others build the same kernel both ways and show the run's noise), each verified, timed in "
+            "turn. Simulated on the calibrated file with each:", "",
+            "| case | plan | exit sync: measured / simulated us | early arrive: measured / simulated us | early / sync: "
+            "measured, simulated |", "| --- | --- | --- | --- | --- |", *rows, "",
+            f"With a reduce-scatter ({len(with_rs)} plans): early / sync measured {_quartiles([m for m, _ in with_rs])}, "
+            f"simulated {_quartiles([s for _, s in with_rs])}; the others (the same kernel twice) "
+            f"{_quartiles([m for (r, m) in zip(trial['rows'], ratios, strict=True) if max(Plan.from_dict(r['plan']).cluster.reduce, 1) <= 1])}. "
+            "On an H100 (results/h200/exit_arrive_trial_h100*.json, two runs of the same plans with the arrive also "
+            "moved before inter_cluster_reduce's ticket where there is no reduce-scatter): with a reduce-scatter a "
+            "median 0.981x, without one 0.999x and one plan 1.02x, so the generator keeps the exit sync there.", ""]
+
+
 def estage_lines(hw: Hardware) -> list[str]:
     """fused_wgmma's staged E: the same plans built with fragment stores and staged, timed in one run
     (scripts/estage_trial.py), against the simulator with each template; and the probed tails of five of
-    them, fragments (the im2col probe, an H200) against staged (an H100)."""
+    them, fragment stores against staged, both on the H200."""
     import importlib
     import sys
 
-    from fusesim.sim import simulate
-
-    path = ROOT / "results" / "h200" / "estage_trial.json"
+    path = ROOT / "results" / "h200" / "estage_trial_h200.json"
     if not path.exists():
         return []
     trial = json.loads(path.read_text())
+    rows, ratios, sim_ratios = trial_lines(path.name, "fused_staged_e", ("fragments", "staged"), hw)
+    h100 = json.loads((ROOT / "results" / "h200" / "estage_trial.json").read_text())
+    h100_ratios = [r["us"]["staged"] / r["us"]["fragments"] for r in h100["rows"]]
     lines = ["### Fragments against staged, the same plans in one run", "",
-             f"`scripts/estage_trial.py` ({trial['gpu']}, the device call of `{ESTAGE}`): every plan of "
+             f"`scripts/estage_trial.py` ({trial['gpu']}, the device call of `{ESTAGE_H200}`): every plan of "
              "results/h200/plans_estage.json whose E goes straight out, built with fragment stores and with the last "
              "sub-tile staged, each verified, then timed in turn (L2 flushed, median of 50, twice). Simulated on the "
              "calibrated file with each template:", "",
              "| case | plan | fragments: measured / simulated us | staged: measured / simulated us | staged / fragments: "
-             "measured, simulated |", "| --- | --- | --- | --- | --- |"]
-    ratios, sim_ratios, errs = [], [], {name: [] for name in trial["variants"]}
-    for r in trial["rows"]:
-        plan = Plan.from_dict(r["plan"])
-        sim = {}
-        for name, on in trial["variants"].items():
-            with capability.generator_switches({**capability.codegen_switches(), "fused_staged_e": on}):
-                sim[name] = simulate(plan, hw).time_us
-            errs[name].append(sim[name] / r["us"][name] - 1)
-        ratios.append(r["us"]["staged"] / r["us"]["fragments"])
-        sim_ratios.append(sim["staged"] / sim["fragments"])
-        ok = all(v["ok"] for v in r["verify"].values())
-        lines.append(f"| {r['case']} | {plan.summary()}{'' if ok else ' (NOT VERIFIED)'} | {r['us']['fragments']:.2f} / "
-                     f"{sim['fragments']:.2f} | {r['us']['staged']:.2f} / {sim['staged']:.2f} | {ratios[-1]:.3f}x, "
-                     f"{sim_ratios[-1]:.3f}x |")
+             "measured, simulated |", "| --- | --- | --- | --- | --- |", *rows]
     lines += ["", f"{len(ratios)} plans, all verified in both forms: staged / fragments measured {_quartiles(ratios)}, "
-              f"simulated {_quartiles(sim_ratios)}. Mean error (simulated / measured - 1): fragments "
-              f"{100 * statistics.mean(errs['fragments']):+.1f}%, staged {100 * statistics.mean(errs['staged']):+.1f}% "
-              "(an H100 against the H200's calibrated file).", ""]
-    frag_path, staged_path = (ROOT / "results" / "h200" / f for f in ("probe_fused_wgmma_im2col.json", "probe_estage.json"))
+              f"simulated {_quartiles(sim_ratios)}. The same plans on an H100 (results/h200/estage_trial.json): "
+              f"{_quartiles(h100_ratios)}.", ""]
+    frag_path, staged_path = (ROOT / "results" / "h200" / f for f in ("probe_fused_wgmma_im2col.json",
+                                                                      "probe_estage_h200.json"))
     if not (frag_path.exists() and staged_path.exists()):
         return lines
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -730,7 +800,8 @@ def estage_lines(hw: Hardware) -> list[str]:
     frag, staged = json.loads(frag_path.read_text()), json.loads(staged_path.read_text())
     lines += ["The probed tails (median block, us from GEMM1's last stage full; `scripts/probe_fused_wgmma_stages.py`): "
               f"fragments on the {frag['gpu']} (results/h200/probe_fused_wgmma_im2col.json), staged on the "
-              f"{staged['gpu']} (results/h200/probe_estage.json), each against the simulator with its template:", "",
+              f"{staged['gpu']} (results/h200/probe_estage_h200.json; results/h200/probe_estage.json has the same on an "
+              "H100), each against the simulator with its template:", "",
               "| plan | last wgmma -> block barrier, GPU: fragments / staged | tail, fragments: GPU / sim | tail, staged: "
               "GPU / sim | block end from kernel start, GPU: fragments / staged |", "| --- | --- | --- | --- | --- |"]
     for pick, p in staged["plans"].items():
@@ -744,33 +815,37 @@ def estage_lines(hw: Hardware) -> list[str]:
     return lines + [""]
 
 
-def estage_section(rows: list[Row], hw: Hardware) -> list[str]:
-    """The conv chains timed with fused_wgmma's staged E (an H100): the frozen picks, the A/B trial, the probes."""
+def estage_section(rows: list[Row], h100_rows: list[Row], hw: Hardware) -> list[str]:
+    """The conv chains timed with fused_wgmma's staged E and early exit arrive (H200; the first run, staged E
+    only, on an H100): the frozen picks, the A/B trials, the probes."""
     if not rows:
         return []
+    h100 = summarize(h100_rows) if h100_rows else None
     return frozen_picks_section(
-        "fused_wgmma's staged E: the conv chains C1-C8 (out of sample; on an H100)",
+        "fused_wgmma's staged E and early exit arrive: the conv chains C1-C8 (out of sample)",
         "Where E goes straight out (no reduce-scatter, no inter_cluster_reduce), fused_wgmma.cu.j2 now stages its "
         "last E sub-tile as bf16 rows in the drained ring and stores 16-byte row pieces (capability.FUSED_STAGED_E; "
         "the fragment stores before took 2.1-2.2 us for 32 KiB a block); the simulator stages it in SMEM and stores "
-        "it at the calibrated 16-byte ld/st rate, with nothing fitted. `scripts/freeze_im2col_plans.py --all-cases` "
-        "froze per conv case and strategy the simulator's three fastest wgmma plans with the staging modelled and "
-        "the fastest measured plan of the strategy in the final and im2col runs (results/h200/plans_estage.json, 96 "
-        "plans) before any was timed; `scripts/device_estage.sh` timed them. The device tool lent an H100 (132 SMs, "
-        "the same clocks, 3.35 against 4.8 TB/s of HBM, 50 MB of L2): simulated on the H200's calibrated file, these "
-        "kernels are scored here only, not among the H200's.",
-        ESTAGE, rows) + _estage_bytes_line(rows) + estage_lines(hw)
+        "it at the calibrated 16-byte ld/st rate, with nothing fitted. With a reduce-scatter, the exit cluster "
+        "barrier's arrive moved to where the slices have landed (capability.FUSED_EARLY_EXIT_ARRIVE, below). "
+        "`scripts/freeze_im2col_plans.py --all-cases` froze per conv case and strategy the simulator's three fastest "
+        "wgmma plans with the staging modelled and the fastest measured plan of the strategy in the final and im2col "
+        "runs (results/h200/plans_estage.json, 96 plans) before any was timed. `scripts/device_estage.sh` timed them "
+        "first on an H100 the device tool lent (results/h200/estage_paper_*.json, the staged E only"
+        + (f": MAPE {pct(h100['mape'])}, Pearson {h100['pearson']:.3f}, scored on its own" if h100 else "") +
+        "), then a second call on the H200 with the early exit arrive too (this table).",
+        ESTAGE_H200, rows) + _estage_bytes_line(rows) + estage_lines(hw) + exit_arrive_lines(hw)
 
 
 def _estage_bytes_line(rows: list[Row]) -> list[str]:
     within, n = _fused_dram_within_5pct(rows)
     worst = max((e for e, _ in _fused_counter_errors(rows, "dram")), default=0.0)
     dsm = _fused_counter_errors(rows, "dsm")
-    return [f"DRAM bytes within 5% of Nsight Compute (the H100's) for {within} of {n} fused kernels (max "
-            f"{100 * worst:.1f}%); DSM bytes exact for {sum(e == 0 for e, _ in dsm)} of {len(dsm)}. The run's plan list "
-            "named 12 plans twice (a measured best that was also a pick): both rows were timed, and their Nsight "
-            "counters, summed over both launches by `--all` then, were re-summed over one "
-            "(scripts/backfill_ncu_dedupe.py; `--all` launches a plan once now).", ""]
+    return [f"DRAM bytes within 5% of Nsight Compute for {within} of {n} fused kernels (max {100 * worst:.1f}%); DSM "
+            f"bytes exact for {sum(e == 0 for e, _ in dsm)} of {len(dsm)}. The plan list names 12 plans twice (a "
+            "measured best that was also a pick): both rows were timed; the H100 run's Nsight counters, summed over "
+            "both launches by `--all` then, were re-summed over one (scripts/backfill_ncu_dedupe.py; `--all` "
+            "launches a plan once now).", ""]
 
 
 @contextlib.contextmanager
@@ -1022,6 +1097,7 @@ def main() -> int:
               f"median {ratio_text(held, rerun)} of the earlier times, MAPE {pct(summarize(rerun)['mape'])}, mean "
               f"error {100 * statistics.mean(r.error for r in rerun):+.0f}%.", ""]
     lines += all_kernels_lines(kept)
+    lines += fused_dram_lines(kept)
     lines += final_run_section(kept[FINAL_LABEL])
     lines += sim_search_section(kept[SIM_SEARCH_LABEL], kept[PRE_SEARCH_LABEL])
     lines += wgmma_im2col_section(kept[WGMMA_IM2COL_LABEL], calibrated)
@@ -1039,7 +1115,7 @@ def main() -> int:
         "134 plans) before any was timed (benchmarks/verdict.md scores the fuse / do-not-fuse answer on it). It "
         "predates the wgmma implicit-im2col kernels: its C5-C8 plans are all mma.sync ones.",
         VERDICT_SET, kept[VERDICT_LABEL])
-    lines += estage_section(kept[ESTAGE_LABEL], calibrated)
+    lines += estage_section(kept[ESTAGE_H200_LABEL], kept[ESTAGE_LABEL], calibrated)
     lines += own_machine_lines(calibrated)
     lines += run_to_run_lines(kept, calibrated)
     lines += evict_first_cap_lines(calibrated, kept[FINAL_LABEL])

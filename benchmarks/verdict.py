@@ -39,10 +39,13 @@ IM2COL = "results/h200/wgmma_im2col_paper_*.json"
 # the run that timed the conv chains C1-C8 with fused_wgmma's last E sub-tile staged in SMEM (where E goes
 # straight out), beside each strategy's best of the final and im2col runs: for its cases it replaces both
 ESTAGE = "results/h200/estage_paper_*.json"
+# the same plans on the H200, with the early exit arrive of the reduce-scatter plans too: the latest run of C1-C8
+ESTAGE_H200 = "results/h200/estage_h200_paper_*.json"
 LATER = ((IM2COL, "the run that timed the wgmma templates' implicit-im2col kernels, which the final run predates, "
                   "beside each strategy's final-run best"),
          (ESTAGE, "the run that timed fused_wgmma with its last E sub-tile staged in SMEM, beside each strategy's "
-                  "best of the final and im2col runs"))
+                  "best of the final and im2col runs"),
+         (ESTAGE_H200, "the same plans timed again with the early exit arrive of the reduce-scatter plans too"))
 # out of sample: per case and strategy the plan `fusesim simulate --rank simulated` ran on 2026-12-05 01:20 UTC
 # and the final run's fastest of that strategy, frozen before any was timed (results/h200/plans_verdict.json)
 VERDICT_RUN = "results/h200/verdict_paper_*.json"
