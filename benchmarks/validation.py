@@ -718,39 +718,65 @@ def im2col_probe_lines() -> list[str]:
                     "stages in their simulated last span).", ""]
 
 
-def trial_lines(name: str, switch: str, variants: tuple[str, str], hw: Hardware) -> tuple[list[str], list[float],
-                                                                                 list[float]]:
-    """A trial file (results/h200/NAME, scripts/*_trial.py: each plan verified and timed with a generator
-    switch off and on) against the simulator with the switch each way: table rows, and the on / off ratios
-    measured and simulated."""
+def _trial(name: str) -> dict | None:
+    """A trial file of results/h200 (scripts/*_trial.py), or None when it is not there."""
+    path = ROOT / "results" / "h200" / name
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _on_off(trial: dict, variants: tuple[str, str]) -> list[float]:
+    """Measured on / off time per row of a trial."""
+    off, on = variants
+    return [r["us"][on] / r["us"][off] for r in trial["rows"]]
+
+
+def _reduce_scatter(trial: dict) -> list[bool]:
+    """Per row of a trial: whether its plan has a reduce-scatter."""
+    return [max(Plan.from_dict(r["plan"]).cluster.reduce, 1) > 1 for r in trial["rows"]]
+
+
+def trial_lines(trial: dict, switch: str, variants: tuple[str, str],
+                hw: Hardware) -> tuple[list[str], list[float], list[float]]:
+    """A trial (each plan verified and timed with a generator switch off and on) against the simulator
+    with the switch each way: table rows, and the on / off ratios measured and simulated."""
     from fusesim.sim import simulate
 
-    trial = json.loads((ROOT / "results" / "h200" / name).read_text())
     off, on = variants
-    rows, ratios, sim_ratios = [], [], []
+    rows, sim_ratios = [], []
     for r in trial["rows"]:
         plan = Plan.from_dict(r["plan"])
         sim = {}
         for v in variants:
             with capability.generator_switches({**capability.codegen_switches(), switch: trial["variants"][v]}):
                 sim[v] = simulate(plan, hw).time_us
-        ratios.append(r["us"][on] / r["us"][off])
         sim_ratios.append(sim[on] / sim[off])
         ok = all(x["ok"] for x in r["verify"].values())
         rows.append(f"| {r['case']} | {plan.summary()}{'' if ok else ' (NOT VERIFIED)'} | {r['us'][off]:.2f} / "
-                    f"{sim[off]:.2f} | {r['us'][on]:.2f} / {sim[on]:.2f} | {ratios[-1]:.3f}x, {sim_ratios[-1]:.3f}x |")
-    return rows, ratios, sim_ratios
+                    f"{sim[off]:.2f} | {r['us'][on]:.2f} / {sim[on]:.2f} | {r['us'][on] / r['us'][off]:.3f}x, "
+                    f"{sim_ratios[-1]:.3f}x |")
+    return rows, _on_off(trial, variants), sim_ratios
 
 
 def exit_arrive_lines(hw: Hardware) -> list[str]:
     """fused_wgmma's early exit arrive: the exit-sync and early-arrive builds of the same plans, one run."""
-    name = "exit_arrive_trial.json"
-    if not (ROOT / "results" / "h200" / name).exists():
+    variants = ("exit sync", "early arrive")
+    trial = _trial("exit_arrive_trial.json")
+    if trial is None:
         return []
-    rows, ratios, sim_ratios = trial_lines(name, "fused_early_exit_arrive", ("exit sync", "early arrive"), hw)
-    trial = json.loads((ROOT / "results" / "h200" / name).read_text())
-    with_rs = [(m, s) for r, m, s in zip(trial["rows"], ratios, sim_ratios, strict=True)
-               if max(Plan.from_dict(r["plan"]).cluster.reduce, 1) > 1]
+    rows, ratios, sim_ratios = trial_lines(trial, "fused_early_exit_arrive", variants, hw)
+    rs = _reduce_scatter(trial)
+    with_rs = [(m, s) for m, s, r in zip(ratios, sim_ratios, rs, strict=True) if r]
+    without = [m for m, r in zip(ratios, rs, strict=True) if not r]
+    # the H100's runs, of the earlier template that also arrived before inter_cluster_reduce's ticket
+    h100 = {True: [], False: []}
+    for t in filter(None, map(_trial, ("exit_arrive_trial_h100.json", "exit_arrive_trial_h100_repeat.json"))):
+        for m, r in zip(_on_off(t, variants), _reduce_scatter(t), strict=True):
+            h100[r].append(m)
+    h100_text = (f" On an H100 (results/h200/exit_arrive_trial_h100*.json, {len(h100[True] + h100[False]) // 2} plans "
+                 "twice, with the arrive also moved before inter_cluster_reduce's ticket where there is no "
+                 f"reduce-scatter): with a reduce-scatter a median {statistics.median(h100[True]):.3f}x, without one "
+                 f"{statistics.median(h100[False]):.3f}x and up to {max(h100[False]):.2f}x, so the generator keeps the "
+                 "exit sync there." if h100[True] and h100[False] else "")
     return ["### The exit barrier: arrive once the reduce-scatter's slices have landed", "",
             f"`scripts/exit_arrive_trial.py` ({trial['gpu']}): per paper case the three fastest fused_wgmma cluster plans "
             "of the final run, built with the exit cluster barrier as arrive + wait at the exit and with the arrive "
@@ -761,10 +787,7 @@ def exit_arrive_lines(hw: Hardware) -> list[str]:
             "measured, simulated |", "| --- | --- | --- | --- | --- |", *rows, "",
             f"With a reduce-scatter ({len(with_rs)} plans): early / sync measured {_quartiles([m for m, _ in with_rs])}, "
             f"simulated {_quartiles([s for _, s in with_rs])}; the others (the same kernel twice) "
-            f"{_quartiles([m for (r, m) in zip(trial['rows'], ratios, strict=True) if max(Plan.from_dict(r['plan']).cluster.reduce, 1) <= 1])}. "
-            "On an H100 (results/h200/exit_arrive_trial_h100*.json, two runs of the same plans with the arrive also "
-            "moved before inter_cluster_reduce's ticket where there is no reduce-scatter): with a reduce-scatter a "
-            "median 0.981x, without one 0.999x and one plan 1.02x, so the generator keeps the exit sync there.", ""]
+            f"{_quartiles(without)}.{h100_text}", ""]
 
 
 def estage_lines(hw: Hardware) -> list[str]:
@@ -774,13 +797,13 @@ def estage_lines(hw: Hardware) -> list[str]:
     import importlib
     import sys
 
-    path = ROOT / "results" / "h200" / "estage_trial_h200.json"
-    if not path.exists():
+    variants = ("fragments", "staged")
+    trial, h100 = _trial("estage_trial_h200.json"), _trial("estage_trial.json")
+    if trial is None:
         return []
-    trial = json.loads(path.read_text())
-    rows, ratios, sim_ratios = trial_lines(path.name, "fused_staged_e", ("fragments", "staged"), hw)
-    h100 = json.loads((ROOT / "results" / "h200" / "estage_trial.json").read_text())
-    h100_ratios = [r["us"]["staged"] / r["us"]["fragments"] for r in h100["rows"]]
+    rows, ratios, sim_ratios = trial_lines(trial, "fused_staged_e", variants, hw)
+    h100_text = (f" The same plans on an H100 (results/h200/estage_trial.json): {_quartiles(_on_off(h100, variants))}."
+                 if h100 else "")
     lines = ["### Fragments against staged, the same plans in one run", "",
              f"`scripts/estage_trial.py` ({trial['gpu']}, the device call of `{ESTAGE_H200}`): every plan of "
              "results/h200/plans_estage.json whose E goes straight out, built with fragment stores and with the last "
@@ -789,8 +812,7 @@ def estage_lines(hw: Hardware) -> list[str]:
              "| case | plan | fragments: measured / simulated us | staged: measured / simulated us | staged / fragments: "
              "measured, simulated |", "| --- | --- | --- | --- | --- |", *rows]
     lines += ["", f"{len(ratios)} plans, all verified in both forms: staged / fragments measured {_quartiles(ratios)}, "
-              f"simulated {_quartiles(sim_ratios)}. The same plans on an H100 (results/h200/estage_trial.json): "
-              f"{_quartiles(h100_ratios)}.", ""]
+              f"simulated {_quartiles(sim_ratios)}.{h100_text}", ""]
     frag_path, staged_path = (ROOT / "results" / "h200" / f for f in ("probe_fused_wgmma_im2col.json",
                                                                       "probe_estage_h200.json"))
     if not (frag_path.exists() and staged_path.exists()):
@@ -841,8 +863,10 @@ def _estage_bytes_line(rows: list[Row]) -> list[str]:
     within, n = _fused_dram_within_5pct(rows)
     worst = max((e for e, _ in _fused_counter_errors(rows, "dram")), default=0.0)
     dsm = _fused_counter_errors(rows, "dsm")
+    listed = json.loads((ROOT / "results" / "h200" / "plans_estage.json").read_text())
+    twice = sum(len(rs) - len({json.dumps(r["plan"], sort_keys=True) for r in rs}) for rs in listed.values())
     return [f"DRAM bytes within 5% of Nsight Compute for {within} of {n} fused kernels (max {100 * worst:.1f}%); DSM "
-            f"bytes exact for {sum(e == 0 for e, _ in dsm)} of {len(dsm)}. The plan list names 12 plans twice (a "
+            f"bytes exact for {sum(e == 0 for e, _ in dsm)} of {len(dsm)}. The plan list names {twice} plans twice (a "
             "measured best that was also a pick): both rows were timed; the H100 run's Nsight counters, summed over "
             "both launches by `--all` then, were re-summed over one (scripts/backfill_ncu_dedupe.py; `--all` "
             "launches a plan once now).", ""]

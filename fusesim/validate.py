@@ -251,17 +251,17 @@ def fusion_verdicts(bench_files: Sequence[str | Path], hw: Hardware, rank: str =
     for f in bench_files:
         data = json.loads(Path(f).read_text())
         cases = data.get("cases", [])
-        for c, best in zip(cases, best_rows(cases), strict=True):
-            chain = Chain.from_dict(c["chain"])
-            sim_us, plans = {}, {}
-            for s in ("unfused", "smem", "dsm"):
-                with generator_switches(data.get("codegen") or FRAGMENT_EPILOGUE):
+        with generator_switches(data.get("codegen") or FRAGMENT_EPILOGUE):
+            for c, best in zip(cases, best_rows(cases), strict=True):
+                chain = Chain.from_dict(c["chain"])
+                sim_us, plans = {}, {}
+                for s in ("unfused", "smem", "dsm"):
                     picked = plan_case(chain, hw, strategies=(s,), top_k=1, rank=rank).plans.get(s)
                     if not picked:
                         continue
                     sp = picked[0]  # ranked by simulation, its time is known; by the cost model, simulate it
                     ns = sp.simulated_ns if sp.simulated_ns is not None else simulate(sp.plan, hw).time_ns
-                sim_us[s] = ns / 1e3
-                plans[s] = f"{sp.plan.summary()}, {sp.plan.instruction}"
-            out.append(Verdict(c["case"], dict(best["by_strategy_us"]), sim_us, plans))
+                    sim_us[s] = ns / 1e3
+                    plans[s] = f"{sp.plan.summary()}, {sp.plan.instruction}"
+                out.append(Verdict(c["case"], dict(best["by_strategy_us"]), sim_us, plans))
     return out

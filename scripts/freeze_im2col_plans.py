@@ -55,8 +55,8 @@ def main() -> int:
             for i, sp in enumerate(wg):
                 rows.append({"plan": sp.plan.to_dict(),
                              "source": f"simulated wgmma {s} #{i + 1} ({sp.simulated_ns / 1e3:.2f} us simulated)"})
-            if (ch.case_id, s) in best and all(r["plan"] != best[(ch.case_id, s)][1].to_dict() for r in rows):
-                t, p = best[(ch.case_id, s)]  # (a pick already listed is not listed twice: timed once, profiled once)
+            t, p = best.get((ch.case_id, s), (0.0, None))
+            if p is not None and all(r["plan"] != p.to_dict() for r in rows):  # a listed pick is not listed twice
                 rows.append({"plan": p.to_dict(), "source": f"measured fastest {s} ({p.instruction}, {t:.2f} us then)"})
         frozen[ch.case_id] = rows
     Path(args.out).write_text(json.dumps(frozen, indent=1) + "\n")
