@@ -140,20 +140,20 @@ def measure(items, base: str, out: str, what: str, variants: dict) -> int:
         ref = row["us"][base]
         print(f"{case:4s} {plan.summary()[:60]:60s} " + " | ".join(
             f"{n} {row['us'][n]:6.2f} ({row['us'][n] / ref:.3f}x, ok {ver[n]['ok']})" for n in kerns), flush=True)
-    Path(out).write_text(json.dumps({"what": what, "gpu": torch.cuda.get_device_name(), "variants": variants,
-                                     "rows": rows}, indent=1))
+        Path(out).write_text(json.dumps({"what": what, "gpu": torch.cuda.get_device_name(), "variants": variants,
+                                         "rows": rows}, indent=1))  # after every plan: a cut run keeps them
     return 0
 
 
 def trial_main(sources, base: str, doc: str, variants: dict) -> int:
     """A trial script's command line: `--build-only` or `--stage DIR` here (the kernels of every variant
     of `sources()`), or `OUT.json [ARG]` on the GPU machine (`measure` against the `base` variant;
-    ARG, if any, goes to `sources`)."""
+    ARG, if any, goes to `sources`, also after `--build-only` or `--stage DIR`)."""
     argv = sys.argv[1:]
-    if argv == ["--build-only"]:
-        return build_only(list(sources()))
+    if argv[:1] == ["--build-only"]:
+        return build_only(list(sources(*argv[1:])))
     if argv[:1] == ["--stage"]:
-        return stage(sources(), argv[1])
+        return stage(sources(*argv[2:]), argv[1])
     return measure(list(sources(*argv[1:])), base, argv[0], doc.splitlines()[0], variants)
 
 
