@@ -46,18 +46,22 @@ def load_verified(plan, name: str, code: str):
     return kern, ver
 
 
-def stamped_launches(kern, host, reps: int = 7):
+def stamped_launches(kern, host, reps: int = 7, lead_us: float = 0.0):
     """Launch `kern` `reps` times after an L2 flush (as fusesim bench times it); yield after each once
-    `host` (a ctypes array of the stamp array's size) holds its stamps."""
+    `host` (a ctypes array of the stamp array's size) holds its stamps. `lead_us` > 0: hold the GPU that
+    long after the flush (bench's queued mode), so the host has enqueued every kernel of the launch
+    before the first starts; 0 (the committed probes): the kernels queue behind the flush alone."""
     import ctypes
 
     import torch
 
-    from fusesim.gpu.timing import L2Flusher
+    from fusesim.gpu.timing import L2Flusher, hold_gpu
 
     flush = L2Flusher()
     for _ in range(reps):
         flush()
+        if lead_us > 0:
+            hold_gpu(lead_us)
         kern.launch(torch.cuda.current_stream().cuda_stream)
         torch.cuda.synchronize()
         if kern.lib.fs_stamps(ctypes.addressof(host)) != 0:

@@ -11,6 +11,9 @@ Prints per GEMM: first block start, median and max first-data latency, the sprea
     python3 scripts/probe_wgmma_timeline.py OUT.json     (on the GPU machine; scripts/device_env.sh)
     python3 scripts/probe_wgmma_timeline.py OUT.json PLANS.json CASE:INDEX...   (plans of a bench --plans file)
     python3 scripts/probe_wgmma_timeline.py --build PLANS.json CASE:INDEX...    (here: nvcc them into FUSESIM_CACHE)
+
+`--lead` anywhere: hold the GPU for bench's host lead (HOST_LEAD_US) after each flush, so that both
+GEMMs are enqueued before gemm0 starts, as in bench's queued timing (the committed probes ran without).
 """
 
 from __future__ import annotations
@@ -76,6 +79,12 @@ def build_only(plans_file: str, picks: list[str]) -> int:
 def main() -> int:
     if sys.argv[1] == "--build":  # --build PLANS.json CASE:INDEX ...
         return build_only(sys.argv[2], sys.argv[3:])
+    lead_us = 0.0
+    if "--lead" in sys.argv:  # hold the GPU for bench's host lead after each flush (see stamped_launches)
+        from fusesim.gpu.timing import HOST_LEAD_US
+
+        sys.argv.remove("--lead")
+        lead_us = HOST_LEAD_US
     import ctypes
 
     import torch
@@ -94,7 +103,8 @@ def main() -> int:
         for pick in sys.argv[3:]:
             case, idx = pick.split(":")
             plans[pick] = Plan.from_dict(listed[case][int(idx)]["plan"])
-    result = {"what": __doc__.splitlines()[0], "gpu": torch.cuda.get_device_name(), "cases": {}}
+    result = {"what": __doc__.splitlines()[0], "gpu": torch.cuda.get_device_name(), "host_lead_us": lead_us,
+              "cases": {}}
     host = (ctypes.c_ulonglong * (2 * 4096 * 5))()
     for case in (plans if len(sys.argv) > 2 else ("G5", "G8", "S1", "S3", "S7")):
         plan: Plan = plans[case]
@@ -102,7 +112,7 @@ def main() -> int:
         kern, ver = load_verified(plan, src.name + "_timeline", instrument(src.code))
         g0, g1 = plan.kernels[0].grid_blocks, plan.kernels[1].grid_blocks
         reps = []
-        for _ in stamped_launches(kern, host):
+        for _ in stamped_launches(kern, host, lead_us=lead_us):
             a = [[host[(0 * 4096 + b) * 5 + i] for i in range(5)] for b in range(g0)]
             c = [[host[(1 * 4096 + b) * 5 + i] for i in range(5)] for b in range(g1)]
             t_ref = min(r[0] for r in a)
