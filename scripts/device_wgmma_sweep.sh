@@ -8,8 +8,9 @@
 #   FUSESIM_CACHE=.fscache python3 scripts/prebuild.py --plans-file results/h200/plans_wgmma_sweep.json
 #   mkdir -p .fscarry && tar -cJf .fscarry/cache.tar.xz .fscache
 # Then: run(command="scripts/device_wgmma_sweep.sh $OUT", carry=[".whl", ".fscarry"]).
-# PLANS and NAME (environment) pick another {case: [plans]} file of these cases and the outputs' name
-# (scripts/device_dsm_split_trial.sh).
+# PLANS and NAME (environment) pick another {case: [plans]} file and the outputs' name
+# (scripts/device_dsm_split_trial.sh); GEMM_CASES, GATED_CASES, CONV_CASES other cases
+# (scripts/device_dsm_split_small.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:?usage: scripts/device_wgmma_sweep.sh OUT_DIR}
@@ -17,8 +18,11 @@ mkdir -p "$DEST"
 source scripts/device_env.sh
 rc=0
 step() { echo "== $(date -u +%H:%M:%S) $*"; }
-declare -A CASES=([gemm_chains]="G5 G8" [gated_ffn]="S1 S2 S3 S4 S5 S6 S7")
-for wl in gemm_chains gated_ffn; do
+# the cases per workload (environment GEMM_CASES, GATED_CASES, CONV_CASES; a workload without any is skipped)
+declare -A CASES=([gemm_chains]="${GEMM_CASES-G5 G8}" [gated_ffn]="${GATED_CASES-S1 S2 S3 S4 S5 S6 S7}"
+                  [conv_chains]="${CONV_CASES-}")
+for wl in gemm_chains gated_ffn conv_chains; do
+  [ -n "${CASES[$wl]}" ] || continue
   args=()
   for c in ${CASES[$wl]}; do args+=(--case "$c"); done
   step "bench $wl"

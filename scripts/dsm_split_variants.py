@@ -10,6 +10,12 @@ where the grid fits the clusters the H200 co-schedules (cudaOccupancyMaxActiveCl
 `fusesim bench --plans file:...`. Runs here, no GPU:
 
     python3 scripts/dsm_split_variants.py --out results/h200/plans_dsm_split_trial.json
+
+`--small N` writes instead the cases with a floor under 10 us that have an unfused wgmma plan: the final
+run's fastest as the control and the simulator's N fastest variants with split-K through DSM in gemm0,
+gemm1 or both (the control's tiles and rings), frozen before any is timed:
+
+    python3 scripts/dsm_split_variants.py --small 3 --out results/h200/plans_dsm_split_small.json
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import dataclasses
 
 from wgmma_variants import SM_SMEM_BYTES, base_plans, buildable_unique, write_plans
 
-from fusesim.capability import WGMMA_BLOCK_N, kernel_split, wgmma_gemm_smem_bytes, wgmma_threads
+from fusesim.capability import WGMMA_BLOCK_N, can_build, kernel_split, wgmma_gemm_smem_bytes, wgmma_threads
 from fusesim.plan import Kernel, Plan, Tiles
 
 # H200, cudaOccupancyMaxActiveClusters (hw_configs/h200_calibrated.yaml, gpc_sm_counts provenance):
@@ -60,10 +66,66 @@ def variants(base: Plan) -> list[tuple[Plan, str]]:
     return buildable_unique(out)
 
 
+SMALL_CASES = ("G2", "G4", "G6", "G7", "G9", "G10", "S8", "C2", "C3", "C4")  # floor < 10 us, an unfused wgmma plan
+
+
+def small_bases() -> dict[str, Plan]:
+    """Per small case, the final run's fastest verified unfused wgmma plan (results/h200/final_paper_*.json)."""
+    import glob
+    import json
+    from pathlib import Path
+
+    best: dict[str, tuple[float, Plan]] = {}
+    for f in sorted(glob.glob("results/h200/final_paper_*.json")):
+        for c in json.loads(Path(f).read_text())["cases"]:
+            for r in c["plans"]:
+                t, p = (r.get("time") or {}).get("queued_median_us"), r.get("plan")
+                if c["case"] in SMALL_CASES and t and p and p["strategy"] == "unfused" and p["instruction"] == "wgmma":
+                    if c["case"] not in best or t < best[c["case"]][0]:
+                        best[c["case"]] = (t, Plan.from_dict(p))
+    return {k: v[1] for k, v in best.items()}
+
+
+def simulated_variants(base: Plan, hw_path: str, picks: int) -> list[tuple[Plan, str]]:
+    """The control, then the simulator's `picks` fastest plans with the control's tiles and rings whose
+    gemm0, gemm1 or both reduce split-K through DSM (split 2, 4 or 8, and the control's), chosen on
+    `hw_path` before any is timed."""
+    from fusesim.codegen.handplans import unfused_wgmma
+    from fusesim.hardware import load_hardware
+    from fusesim.sim import simulate
+
+    hw = load_hardware(hw_path)
+    ch = base.chain
+    g0, g1 = base.kernels
+    s0, s1 = kernel_split(g0, ch.m, ch.n), kernel_split(g1, ch.m, ch.l)
+    pool: list[tuple[float, Plan, str]] = []
+    for dsm in ((False, True), (True, False), (True, True)):
+        for sp0 in sorted({s0, 2, 4, 8} if dsm[0] else {s0}):
+            for sp1 in sorted({s1, 2, 4, 8} if dsm[1] else {s1}):
+                p = unfused_wgmma(ch, g0.tiles.block_m, g0.tiles.block_n, g0.stages, split0=sp0, split1=sp1,
+                                  bm1=g1.tiles.block_m, bn1=g1.tiles.block_n, stages1=g1.stages, dsm_split=dsm)
+                if (dsm[0] and sp0 == 1) or (dsm[1] and sp1 == 1) or not can_build(p)[0]:
+                    continue  # (a "cluster" of one part is the control's kernel)
+                t = simulate(p, hw).time_ns / 1e3
+                which = "both GEMMs" if all(dsm) else "gemm0" if dsm[0] else "gemm1"
+                pool.append((t, p, f"simulator pick: split-K through DSM in {which} (splits {sp0}/{sp1}), {t:.2f} us simulated"))
+    pool.sort(key=lambda x: x[0])
+    out = [(base, "control: the final run's fastest unfused wgmma plan (split-K through L2)")]
+    out += [(p, why) for _t, p, why in pool[:picks]]
+    return buildable_unique(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="results/h200/plans_dsm_split_trial.json")
+    ap.add_argument("--small", type=int, default=0, metavar="N",
+                    help="instead: the cases with a floor under 10 us, the control and the simulator's N fastest DSM "
+                         "split-K variants of its tiles (--hw)")
+    ap.add_argument("--hw", default="hw_configs/h200_calibrated.yaml")
     args = ap.parse_args()
+    if args.small:
+        write_plans(args.out, {case: simulated_variants(base, args.hw, args.small) for case, base in small_bases().items()})
+        return 0
     write_plans(args.out, {case: variants(base) for case, base in base_plans().items()})
     return 0
 
