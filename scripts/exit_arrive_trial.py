@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import glob
 
-from store_trial import switched_sources, trial_main
+from store_trial import fastest_distinct, switched_sources, trial_main
 
 VARIANTS = {"exit sync": False, "early arrive": True}
 PER_CASE = 3
@@ -33,14 +33,8 @@ def sources():
         if plan.strategy != "unfused" and plan.instruction == "wgmma" and plan.cluster.size > 1:
             by_case.setdefault(m.case, []).append((m.time_us, plan))
     for case in sorted(by_case, key=lambda c: (c[0], int(c[1:]))):
-        seen: set[str] = set()
-        for _t, plan in sorted(by_case[case], key=lambda x: x[0]):
-            if plan.to_json() in seen:
-                continue
-            seen.add(plan.to_json())
+        for plan in fastest_distinct(by_case[case], PER_CASE):
             yield case, plan, switched_sources(plan, "fused_early_exit_arrive", VARIANTS)
-            if len(seen) == PER_CASE:
-                break
 
 
 def main() -> int:

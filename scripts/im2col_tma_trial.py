@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import glob
 
-from store_trial import switched_sources, trial_main
+from store_trial import fastest_distinct, switched_sources, trial_main
 
 VARIANTS = {"cp.async": False, "TMA im2col": True}
 RUNS = ("results/h200/estage_h200_paper_conv_chains.json", "results/h200/wgmma_im2col_paper_conv_chains.json")
@@ -47,14 +47,8 @@ def sources():
         if plan.instruction == "wgmma" and wgmma_im2col(plan.chain):
             by_key.setdefault((m.case, plan.strategy), []).append((m.time_us, plan))
     for (case, _strategy), rows in sorted(by_key.items()):
-        seen: set[str] = set()
-        for _t, plan in sorted(rows, key=lambda x: x[0]):
-            if plan.to_json() in seen:
-                continue
-            seen.add(plan.to_json())
+        for plan in fastest_distinct(rows, PER_STRATEGY):
             yield case, plan, switched_sources(plan, "wgmma_im2col_tma", VARIANTS)
-            if len(seen) == PER_STRATEGY:
-                break
     reps = representative_plans()
     for name in REPRESENTATIVES:
         yield name, reps[name], switched_sources(reps[name], "wgmma_im2col_tma", VARIANTS)

@@ -50,6 +50,17 @@ def sources():
         yield case, plan, srcs
 
 
+def fastest_distinct(timed: list, n: int) -> list:
+    """The `n` fastest distinct plans of `timed` ((time, Plan) pairs, a plan listed once however often it
+    was measured), fastest first."""
+    out, seen = [], set()
+    for _t, plan in sorted(timed, key=lambda x: x[0]):
+        if plan.to_json() not in seen:
+            seen.add(plan.to_json())
+            out.append(plan)
+    return out[:n]
+
+
 def switched_sources(plan, switch: str, variants: dict) -> dict:
     """{variant: Source} of `plan`, generated with the generator switch `switch` (a codegen_switches key)
     set to each variant's value and the others as today."""
