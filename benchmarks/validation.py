@@ -60,7 +60,12 @@ VERDICT_LABEL = "the fusion-verdict set: per case and strategy the simulator's p
 ESTAGE = "results/h200/estage_paper_*.json"
 ESTAGE_LABEL = ("conv chains C1-C8 with fused_wgmma's staged E, with each strategy's best of the final and im2col runs "
                 "(out of sample; on an H100)")
-OTHER_GPU = (ESTAGE_LABEL,)  # scored on their own, not among the H200's kernels
+# split-K through DSM on the ten small unfused-wgmma cases (scripts/device_dsm_split_small.sh: the control and the
+# simulator's three fastest variants, frozen in results/h200/plans_dsm_split_small.json); the device tool lent an H100
+DSM_SMALL = "results/h200/dsm_split_small_*_h100.json"
+DSM_SMALL_LABEL = ("gemm_wgmma split-K through DSM, the ten small unfused-wgmma cases: the final run's fastest and the "
+                   "simulator's three picks (out of sample; on an H100)")
+OTHER_GPU = (ESTAGE_LABEL, DSM_SMALL_LABEL)  # scored on their own, not among the H200's kernels
 # the same 96 plans on the H200 (another device call), with the early exit arrive of the reduce-scatter plans too
 ESTAGE_H200 = "results/h200/estage_h200_paper_*.json"
 ESTAGE_H200_LABEL = ("conv chains C1-C8 with fused_wgmma's staged E and early exit arrive, with each strategy's best "
@@ -84,7 +89,8 @@ HELD_OUT = {TRIAL_LABEL: "results/h200/wgmma_trial.json",
             SIM_SEARCH2_LABEL: SIM_SEARCH2,
             VERDICT_LABEL: VERDICT_SET,
             ESTAGE_LABEL: ESTAGE,
-            ESTAGE_H200_LABEL: ESTAGE_H200}
+            ESTAGE_H200_LABEL: ESTAGE_H200,
+            DSM_SMALL_LABEL: DSM_SMALL}
 # measured again later: each plan set counts once, at its latest measurement, among all kernels
 SUPERSEDED = (TRIAL_LABEL, RERUN_LABEL, SWEEP_LABEL, DSM_LABEL, *PREVIOUS_FINALS)
 CONFIGS = ("hw_configs/h200_calibrated.yaml", "hw_configs/h200.yaml")
