@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from wgmma_variants import SM_SMEM_BYTES, base_plans, buildable_unique, write_plans
+from wgmma_variants import FINALS, SM_SMEM_BYTES, base_plans, buildable_unique, write_plans
 
 from fusesim.capability import WGMMA_BLOCK_N, can_build, kernel_split, wgmma_gemm_smem_bytes, wgmma_threads
 from fusesim.plan import Kernel, Plan, Tiles
@@ -67,23 +67,7 @@ def variants(base: Plan) -> list[tuple[Plan, str]]:
 
 
 SMALL_CASES = ("G2", "G4", "G6", "G7", "G9", "G10", "S8", "C2", "C3", "C4")  # floor < 10 us, an unfused wgmma plan
-
-
-def small_bases() -> dict[str, Plan]:
-    """Per small case, the final run's fastest verified unfused wgmma plan (results/h200/final_paper_*.json)."""
-    import glob
-    import json
-    from pathlib import Path
-
-    best: dict[str, tuple[float, Plan]] = {}
-    for f in sorted(glob.glob("results/h200/final_paper_*.json")):
-        for c in json.loads(Path(f).read_text())["cases"]:
-            for r in c["plans"]:
-                t, p = (r.get("time") or {}).get("queued_median_us"), r.get("plan")
-                if c["case"] in SMALL_CASES and t and p and p["strategy"] == "unfused" and p["instruction"] == "wgmma":
-                    if c["case"] not in best or t < best[c["case"]][0]:
-                        best[c["case"]] = (t, Plan.from_dict(p))
-    return {k: v[1] for k, v in best.items()}
+FINALS_ALL = (*FINALS, "results/h200/final_paper_conv_chains.json")
 
 
 def simulated_variants(base: Plan, hw_path: str, picks: int) -> list[tuple[Plan, str]]:
@@ -124,7 +108,8 @@ def main() -> int:
     ap.add_argument("--hw", default="hw_configs/h200_calibrated.yaml")
     args = ap.parse_args()
     if args.small:
-        write_plans(args.out, {case: simulated_variants(base, args.hw, args.small) for case, base in small_bases().items()})
+        bases = base_plans(SMALL_CASES, FINALS_ALL)
+        write_plans(args.out, {case: simulated_variants(base, args.hw, args.small) for case, base in bases.items()})
         return 0
     write_plans(args.out, {case: variants(base) for case, base in base_plans().items()})
     return 0

@@ -20,7 +20,7 @@ from __future__ import annotations
 from store_trial import plans, switched_sources, trial_main, unfused_wgmma
 
 VARIANTS = {"own A": 1, "multicast 2": 2, "multicast 4": 4}
-ODD_M = {"G4": (1, 77), "S2": (77,), "G9": (77,)}  # first listed plan of the case, at these M
+ODD_M = {"G4": (1, 77), "S2": (77,), "G9": (77,)}  # the case's fastest plan taken, at these M
 
 
 def _applies(plan, mc: int) -> bool:

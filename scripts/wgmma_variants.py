@@ -35,15 +35,15 @@ CASES = ("G5", "G8", "S1", "S2", "S3", "S4", "S5", "S6", "S7")
 FINALS = ("results/h200/final_paper_gemm_chains.json", "results/h200/final_paper_gated_ffn.json")
 
 
-def base_plans() -> dict[str, Plan]:
-    """Per case, the final run's fastest verified unfused wgmma plan."""
+def base_plans(cases: tuple[str, ...] = CASES, finals: tuple[str, ...] = FINALS) -> dict[str, Plan]:
+    """Per case of `cases`, the fastest verified unfused wgmma plan of the final run's files `finals`."""
     best: dict[str, tuple[float, Plan]] = {}
-    for f in FINALS:
+    for f in finals:
         for c in json.loads(Path(f).read_text())["cases"]:
             for r in c["plans"]:
                 t = (r.get("time") or {}).get("queued_median_us")
                 p = r.get("plan")
-                if c["case"] in CASES and t and p and p["strategy"] == "unfused" and p["instruction"] == "wgmma":
+                if c["case"] in cases and t and p and p["strategy"] == "unfused" and p["instruction"] == "wgmma":
                     if c["case"] not in best or t < best[c["case"]][0]:
                         best[c["case"]] = (t, Plan.from_dict(p))
     return {k: v[1] for k, v in best.items()}
