@@ -91,16 +91,23 @@ FUSED_STAGED_E = True
 # waits only at its exit, so the sum and the stores run under the barrier (`fused_wgmma_early_exit_arrive`);
 # False: arrive and wait at the exit (cluster_sync)
 FUSED_EARLY_EXIT_ARRIVE = True
+# the wgmma templates' implicit im2col A (k1 x k1 conv chains) by TMA in im2col mode: thread 0 issues one
+# load per stage (the image's pixels for one filter tap, zeros outside it), completing on the stage's
+# barrier like every other TMA load; False: the producer warpgroup's cp.async copies, arriving LAG stages
+# later (tile.cuh Im2colRows)
+WGMMA_IM2COL_TMA = False
 # what a measured file without a "codegen" block ran: the gemm_wgmma template before the staging
 FRAGMENT_EPILOGUE = {"gemm_staged_store": False, "gemm_staged_red": False, "convert_batch": 1,
-                     "im2col_rows_hoisted": False, "fused_staged_e": False, "fused_early_exit_arrive": False}
+                     "im2col_rows_hoisted": False, "fused_staged_e": False, "fused_early_exit_arrive": False,
+                     "wgmma_im2col_tma": False}
 
 
 def codegen_switches() -> dict[str, bool | int]:
     """The generator switches in effect (bench records them next to its measurements)."""
     return {"gemm_staged_store": GEMM_STAGED_STORE, "gemm_staged_red": GEMM_STAGED_RED,
             "convert_batch": CONVERT_BATCH, "im2col_rows_hoisted": IM2COL_ROWS_HOISTED,
-            "fused_staged_e": FUSED_STAGED_E, "fused_early_exit_arrive": FUSED_EARLY_EXIT_ARRIVE}
+            "fused_staged_e": FUSED_STAGED_E, "fused_early_exit_arrive": FUSED_EARLY_EXIT_ARRIVE,
+            "wgmma_im2col_tma": WGMMA_IM2COL_TMA}
 
 
 @contextmanager
@@ -108,11 +115,12 @@ def generator_switches(switches: dict[str, bool | int]) -> Iterator[None]:
     """Render (or simulate) as the generator did with these switches (codegen_switches' keys; a
     recorded block without "convert_batch" predates the batched convert: 1; without
     "im2col_rows_hoisted", the hoisted im2col rows: False; without "fused_staged_e" or
-    "fused_early_exit_arrive", fused_wgmma's staged E or early exit arrive: False)."""
+    "fused_early_exit_arrive", fused_wgmma's staged E or early exit arrive: False; without
+    "wgmma_im2col_tma", the cp.async im2col loader: False)."""
     global GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E
-    global FUSED_EARLY_EXIT_ARRIVE
+    global FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA
     saved = (GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E,
-             FUSED_EARLY_EXIT_ARRIVE)
+             FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA)
     GEMM_STAGED_STORE = bool(switches.get("gemm_staged_store", GEMM_STAGED_STORE))
     GEMM_STAGED_RED = bool(switches.get("gemm_staged_red", GEMM_STAGED_RED))
     CONVERT_BATCH = int(switches.get("convert_batch", 1 if switches else CONVERT_BATCH))
@@ -120,11 +128,12 @@ def generator_switches(switches: dict[str, bool | int]) -> Iterator[None]:
     FUSED_STAGED_E = bool(switches.get("fused_staged_e", False if switches else FUSED_STAGED_E))
     FUSED_EARLY_EXIT_ARRIVE = bool(switches.get("fused_early_exit_arrive",
                                                 False if switches else FUSED_EARLY_EXIT_ARRIVE))
+    WGMMA_IM2COL_TMA = bool(switches.get("wgmma_im2col_tma", False if switches else WGMMA_IM2COL_TMA))
     try:
         yield
     finally:
         (GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E,
-         FUSED_EARLY_EXIT_ARRIVE) = saved
+         FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA) = saved
 
 
 # the wgmma templates' implicit im2col A loader (k1 x k1 conv chains): False keeps those chains on mma_sync
@@ -137,6 +146,12 @@ def wgmma_im2col(chain: Chain) -> bool:
     whose A rows the producer warpgroup copies with cp.async (tile.cuh Im2colRows::load_sw128) into
     the swizzled ring while one thread issues the weights' TMA loads."""
     return chain.conv is not None and chain.conv.k1 > 1
+
+
+def wgmma_im2col_tma(chain: Chain) -> bool:
+    """Whether the wgmma templates load GEMM0's implicit-im2col A by TMA in im2col mode (WGMMA_IM2COL_TMA):
+    one load per stage by the producer thread, no cp.async copies and no lagged arrivals."""
+    return WGMMA_IM2COL_TMA and wgmma_im2col(chain)
 
 
 def wgmma_im2col_lag(stages: int) -> int:

@@ -3,8 +3,7 @@
 #   1. scripts/im2col_tma_trial.py: C5-C8's fastest wgmma plans per strategy and the implicit-im2col
 #      representatives, cp.async copies vs one TMA im2col load per stage, verified and timed in turn;
 #   2. compute-sanitizer memcheck / racecheck / synccheck on the wgmma im2col families, TMA im2col on.
-# Prepare HERE: git apply results/h200/im2col_tma.patch (not in the generator until measured);
-# bash scripts/device_wheels.sh; python3 scripts/im2col_tma_trial.py --stage DIR/.fscache;
+# Prepare HERE (the switch is off in the generator until measured): bash scripts/device_wheels.sh; python3 scripts/im2col_tma_trial.py --stage DIR/.fscache;
 # tar -cJf .fscarry/cache.tar.xz -C DIR .fscache. Then: run(command="scripts/device_im2col_tma.sh $OUT",
 # carry=[".whl", ".fscarry"]).
 set -uo pipefail

@@ -6,10 +6,9 @@ cp.async copies arriving LAG stages later (WGMMA_IM2COL_TMA off: the generator's
 im2col load per stage by the producer thread (on) -- each verified against the float32 PyTorch reference,
 then timed in turn (CUDA events, L2 flushed, median of 50, twice). Writes JSON to OUT.
 
-The TMA im2col form is not in the generator yet (prepared 2026-12-05, not run: the device tool lent no
-GPU for it); apply its patch first -- the switch (off), both templates, the simulator's TMA stage, tests:
+The TMA im2col form is in the generator behind its switch, off until measured (prepared 2026-12-05, when the
+device tool lent no GPU for it):
 
-    git apply results/h200/im2col_tma.patch
     python3 scripts/im2col_tma_trial.py --stage /tmp/stage/.fscache   (here: build, then copy for the carry)
     python3 scripts/im2col_tma_trial.py OUT.json                      (on the GPU machine)
 """
@@ -30,10 +29,6 @@ REPRESENTATIVES = ("gemm_wgmma_conv3x3_split_predicated", "gemm_wgmma_conv3x3_m6
 def sources():
     """(case, plan, {variant: Source}) of the measured plans, fastest first per case and strategy, then the
     representatives."""
-    import fusesim.capability
-
-    if not hasattr(fusesim.capability, "wgmma_im2col_tma"):
-        raise SystemExit("fusesim.capability has no wgmma_im2col_tma: git apply results/h200/im2col_tma.patch first")
     from fusesim.capability import wgmma_im2col
     from fusesim.codegen.handplans import representative_plans
     from fusesim.plan import Plan

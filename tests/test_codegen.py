@@ -341,3 +341,46 @@ def test_planner_picks_a_buildable_wgmma_unfused_plan_with_split_k():
     assert kernel_split(k1, ch.m, ch.l) > 1  # gemm1 has < 132 output tiles: split-K fills the SMs
     assert all(k.grid_blocks <= hw.sm_count for k in plan.kernels)
     assert generate(plan).family == "gemm_wgmma"
+
+
+def test_wgmma_im2col_by_tma_follows_the_switch():
+    """WGMMA_IM2COL_TMA loads the wgmma templates' implicit-im2col A by TMA in im2col mode (one load per stage by
+    the producer thread, completing on the stage's barrier); off (files recorded before it) the templates
+    render as before, the producer warpgroup's cp.async copies; chains without a k1 > 1 conv never change."""
+    from fusesim.capability import codegen_switches, generator_switches, wgmma_im2col_tma
+
+    plans = representative_plans()
+    conv = [n for n, p in plans.items() if p.instruction == "wgmma" and p.chain.conv is not None and p.chain.conv.k1 > 1]
+    assert set(conv) == {"gemm_wgmma_conv3x3_split_predicated", "gemm_wgmma_conv3x3_m64_two_images",
+                         "fused_wgmma_conv3x3_smem", "fused_wgmma_conv3x3_cls_k2_two_images"}
+    with generator_switches({**codegen_switches(), "wgmma_im2col_tma": False}):
+        off = {n: generate(p).code for n, p in plans.items() if p.instruction == "wgmma"}
+    assert not any("tma_load_im2col" in code for code in off.values())
+    with generator_switches({**codegen_switches(), "wgmma_im2col_tma": True}):
+        for name, p in plans.items():
+            if p.instruction != "wgmma":
+                continue
+            code = generate(p).code
+            if name in conv:
+                assert wgmma_im2col_tma(p.chain) and code.count("fs::wg::tma_load_im2col(") == 1, name
+                assert "Im2colRows" not in code and "FULL_ARRIVALS" not in code and "Im2colMap" in code, name
+            else:
+                assert not wgmma_im2col_tma(p.chain) and code == off[name], name
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_wgmma_im2col_by_tma_compiles_for_sm90a(tmp_path, monkeypatch):
+    """The TMA im2col form of both wgmma templates (two images, predicated rows, split-K, cls_k 2) compiles for
+    sm_90a."""
+    from fusesim.capability import codegen_switches, generator_switches
+    from fusesim.codegen.build import build
+
+    monkeypatch.setenv("FUSESIM_CACHE", str(tmp_path))
+    plans = representative_plans()
+    with generator_switches({**codegen_switches(), "wgmma_im2col_tma": True}):
+        srcs = [generate(p) for n, p in plans.items() if p.instruction == "wgmma" and "conv3x3" in n]
+    assert len(srcs) == 4 and all("tma_load_im2col(" in s.code for s in srcs)
+    with ThreadPoolExecutor(max_workers=2) as ex:
+        for src, art in zip(srcs, ex.map(lambda s: build(s, mode="cubin"), srcs), strict=True):
+            assert art.exists() and art.stat().st_size > 0, src.name

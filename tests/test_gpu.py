@@ -67,3 +67,27 @@ def test_right_launch_configuration_passes_the_device_check():
     kern.launch(torch.cuda.current_stream().cuda_stream)
     torch.cuda.synchronize()
     assert kern.error_flag() == 0
+
+
+IM2COL_REPRESENTATIVES = ("gemm_wgmma_conv3x3_split_predicated", "gemm_wgmma_conv3x3_m64_two_images",
+                          "fused_wgmma_conv3x3_smem", "fused_wgmma_conv3x3_cls_k2_two_images")
+
+
+@pytest.mark.parametrize("name", IM2COL_REPRESENTATIVES)
+def test_wgmma_im2col_by_tma_matches_float32_reference(name):
+    """The wgmma templates' implicit im2col loaded by TMA in im2col mode (capability.WGMMA_IM2COL_TMA, off by
+    default until measured): two images, predicated rows, split-K and cls_k 2 against the float32 reference."""
+    from fusesim.capability import codegen_switches, generator_switches
+    from fusesim.codegen import generate
+    from fusesim.codegen.build import build
+    from fusesim.gpu.runner import Loaded, verify
+
+    plan = _plans()[name]
+    with generator_switches({**codegen_switches(), "wgmma_im2col_tma": True}):
+        src = generate(plan)
+    assert "tma_load_im2col(" in src.code
+    kern = Loaded(Path(build(src, "so")))
+    res = verify(kern, plan.chain, seed=2025, launches=2)
+    assert res["launch_flag"] == 0
+    assert not res["unwritten_or_nan"], "some output element was not written"
+    assert res["ok"], f"{name}: rel. error {res['rel_err']:.3g}"

@@ -1028,3 +1028,24 @@ def test_fused_wgmma_exit_barrier_runs_under_the_sum_and_stores_with_an_early_ar
     assert exit_ns(synced) > exit_ns(early) and early.time_ns < synced.time_ns
     assert synced.time_ns - early.time_ns == pytest.approx(exit_ns(synced) - exit_ns(early), rel=0.01)
     assert simulate(reps["fused_wgmma_conv3x3_smem"], hw).time_ns == single
+
+
+def test_wgmma_im2col_by_tma_is_a_tma_stage():
+    """With WGMMA_IM2COL_TMA the implicit-im2col A tile is one TMA load: the simulator moves the stage at the TMA
+    rate and the consumers see it full when its bytes land, not LAG loads later after the producer's cp.async
+    copies; so the im2col-bound kernels (C5's smem plan of the H200 run) simulate faster, the same bytes move,
+    and a plan without a k1 > 1 conv is untouched."""
+    from fusesim.capability import codegen_switches, generator_switches
+    from fusesim.codegen.handplans import representative_plans
+
+    hw = load_hardware("hw_configs/h200_calibrated.yaml")
+    frozen = json.loads((ROOT / "results" / "h200" / "plans_estage.json").read_text())
+    c5 = next(Plan.from_dict(r["plan"]) for r in frozen["C5"]
+              if r["plan"]["strategy"] == "smem" and r["plan"]["instruction"] == "wgmma")
+    plain = representative_plans()["fused_wgmma_exchange_shuffle_reduce"]
+    off, plain_off = simulate(c5, hw), simulate(plain, hw)
+    with generator_switches({**codegen_switches(), "wgmma_im2col_tma": True}):
+        on, plain_on = simulate(c5, hw), simulate(plain, hw)
+    assert on.time_ns < 0.95 * off.time_ns
+    assert on.bytes["hbm_read"] == off.bytes["hbm_read"] and on.bytes["l2_read"] == off.bytes["l2_read"]
+    assert plain_on.time_ns == plain_off.time_ns

@@ -175,6 +175,7 @@ def render_gemm_wgmma(plan: Plan, name: str, prefetch_max_bytes: int | None = No
             "prefetch_bytes": min(d_bytes, cap) // 16 * 16 if idx == 0 else 0,
             "convert_batch": capability.CONVERT_BATCH if kernel_split(kern, rows, cols) > 1 else 1,
             "im2col": idx == 0 and capability.wgmma_im2col(ch),
+            "im2col_tma": idx == 0 and capability.wgmma_im2col_tma(ch),
         })
     return _env().get_template("gemm_wgmma.cu.j2").render(**_common_vars(plan), gemms=gemms)
 
@@ -190,6 +191,7 @@ def render_fused_wgmma(plan: Plan, name: str) -> str:
         stages=plan.stages, gated_mode=plan.gated_mode, smem_bytes=layout.total,
         er_alias=layout.receive_aliased, mma0_asm=wgmma_asm(t.block_n), mma1_asm=wgmma_asm(sub_l),
         convert_batch=capability.CONVERT_BATCH if plan.n_split > 1 else 1, im2col=capability.wgmma_im2col(plan.chain),
+        im2col_tma=capability.wgmma_im2col_tma(plan.chain),
         e_staged=capability.fused_wgmma_e_staged(plan), early_exit_arrive=capability.fused_wgmma_early_exit_arrive(plan),
     )
 

@@ -3,6 +3,8 @@
 // template with the accumulator count of its tile (its operand list depends on N).
 #pragma once
 #include <cuda.h>  // CUtensorMap (a header type: no libcuda link, the encoder comes via the runtime)
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>
 #include "dsm_comm.cuh"  // inter_cluster_ticket: the split-K ticket is the same protocol
 
 namespace fs {
@@ -55,6 +57,19 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
       " [%0], [%1, {%2, %3}], [%4], %5;\n"
       ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_u32(bar)), "l"(policy)
+      : "memory");
+}
+// TMA im2col: `pixels` output pixels (the box's rows, one 128-byte row of channels c..c+63 each) of a
+// k1 x k1 'same' convolution's implicit-GEMM A, for the filter tap (off_w, off_h); (w, h, n) is the first
+// pixel's top-left tap in the image (pixel - pad). The map's bounding box walks the pixels along W, H,
+// N; taps outside the image are zeros (encode_im2col_nhwc).
+__device__ __forceinline__ void tma_load_im2col(void* dst, const CUtensorMap* map, uint64_t* bar, int c, int w, int h,
+                                                int n, uint16_t off_w, uint16_t off_h, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8}, %9;\n"
+      ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(c), "r"(w), "r"(h), "r"(n), "r"(smem_u32(bar)),
+      "h"(off_w), "h"(off_h), "l"(policy)
       : "memory");
 }
 __device__ __forceinline__ uint64_t l2_policy_evict_first() {
@@ -149,5 +164,36 @@ __device__ __forceinline__ uint32_t sw128_offset(int row, int col, int rows) {
 __device__ __forceinline__ void red_add_f32x2(float* g, float a, float b) {
   asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(g), "f"(a), "f"(b) : "memory");
 }
+// ---- host: the im2col tensor map of an NHWC bf16 image (the driver's encoder through the runtime) -----
+// Box: `pixels` pixels x `channels` channels (128-byte rows, 128-byte swizzle); bounding box of the first
+// tap: [-pad, dim - 1 - (k1 - 1 - pad)] along W and H, so that the pixels walked are the output pixels
+// of a stride-1 'same' convolution and every tap offset in [0, k1) stays within [-pad, dim - 1 + pad].
+struct Im2colMap {
+  CUtensorMap map;
+  const void* ptr = nullptr;
+  int get(const void* img, int n, int h, int w, int c, int k1, int pixels, int channels) {
+    static PFN_cuTensorMapEncodeIm2col_v12000 encode = nullptr;
+    if (img == ptr) return 0;
+    if (encode == nullptr) {
+      void* fn = nullptr;
+      cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+      const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeIm2col", &fn, 12000, cudaEnableDefault, &q);
+      if (e != cudaSuccess) return (int)e;
+      if (q != cudaDriverEntryPointSuccess || fn == nullptr) return 9002;
+      encode = reinterpret_cast<PFN_cuTensorMapEncodeIm2col_v12000>(fn);
+    }
+    const int pad = k1 / 2;
+    const cuuint64_t dims[4] = {(cuuint64_t)c, (cuuint64_t)w, (cuuint64_t)h, (cuuint64_t)n};
+    const cuuint64_t strides[3] = {(cuuint64_t)c * 2, (cuuint64_t)w * c * 2, (cuuint64_t)h * w * c * 2};
+    const int lower[2] = {-pad, -pad}, upper[2] = {pad - (k1 - 1), pad - (k1 - 1)};
+    const cuuint32_t estr[4] = {1, 1, 1, 1};
+    const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(img), dims, strides, lower, upper,
+                              (cuuint32_t)channels, (cuuint32_t)pixels, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                              CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) return 9200 + (int)r;
+    ptr = img;
+    return 0;
+  }
+};
 }  // namespace wg
 }  // namespace fs
