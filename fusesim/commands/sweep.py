@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--scale", action="append", default=[], metavar="KEY[+KEY2]=F1,F2",
                    help="multiply fields (or whole tables) by factors; '+' scales several together")
     g.add_argument("--derive", nargs="+", metavar="RULE",
-                   help="rules that keep machines valid: cluster_tables gpc_layout (fusesim/sweep/derive.py)")
+                   help="rules that keep machines valid: cluster_tables gpc_layout smem_reserve l2_rates "
+                        "(fusesim/sweep/derive.py)")
     g.add_argument("--workloads", nargs="+", help="workload YAMLs")
     g.add_argument("--name", help="sweep name (default: adhoc-<hash of the flags>)")
     g.add_argument("--evaluator", help="module:function evaluating one task (default: planner + simulator; "

@@ -140,8 +140,33 @@ def smem_reserve(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
+# the L2's reduction rates (the simulator's generated-kernel mechanisms), each bounded by l2_bandwidth_gbps
+L2_RATES = ("l2_reduction_bandwidth_gbps", "l2_fragment_reduction_gbps_per_sm", "l2_fragment_reduction_bandwidth_gbps",
+            "l2_row_reduction_gbps_per_sm", "l2_row_reduction_bandwidth_gbps")
+
+
+def l2_rates(raw: dict[str, Any]) -> dict[str, Any]:
+    """Cap the L2's reduction rates at a swept L2 bandwidth.
+
+    A reduction passes the L2, so the hardware file rejects a reduction rate above l2_bandwidth_gbps; the
+    measured rates (red.add of rows or accumulator fragments, 2.3-3.7 TB/s on the H200) sit above an L2
+    bandwidth swept low. This rule sets each such rate to the L2 bandwidth (the L2 is then the limit for
+    the reductions too) and leaves the rates below it as measured.
+    """
+    l2 = raw.get("l2_bandwidth_gbps")
+    if not isinstance(l2, int | float) or isinstance(l2, bool) or l2 <= 0:
+        return raw
+    for key in L2_RATES:
+        v = raw.get(key)
+        if isinstance(v, int | float) and not isinstance(v, bool) and v > l2:
+            raw[key] = l2
+            _note(raw, key, "l2_rates", f"{v} -> l2_bandwidth_gbps {l2} (a reduction passes the L2)")
+    return raw
+
+
 RULES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "cluster_tables": cluster_tables,
     "gpc_layout": gpc_layout,
     "smem_reserve": smem_reserve,
+    "l2_rates": l2_rates,
 }

@@ -35,7 +35,7 @@ from typing import Any
 
 from fusesim.errors import InputError
 from fusesim.hardware import CLUSTER_TABLES, Hardware, hardware_from_dict
-from fusesim.sweep.derive import RULES
+from fusesim.sweep.derive import L2_RATES, RULES
 from fusesim.workload import Chain, load_workload
 from fusesim.yamlio import get_dotted, parse_scalar, read_mapping, set_dotted
 
@@ -203,8 +203,11 @@ class SweepSpec:
             except InputError as exc:
                 where = ", ".join(f"{k}={v}" for k, v in gp.axes) or "the base"
                 hint = ""
-                if exc.field and exc.field.split(".")[0] in DERIVED_FIELDS and not self.derive:
+                field = exc.field.split(".")[0] if exc.field else ""
+                if field in DERIVED_FIELDS and not self.derive:
                     hint = " (add `derive: [cluster_tables, gpc_layout]` to extend DSM tables and GPCs)"
+                elif field in L2_RATES and "l2_rates" not in self.derive:
+                    hint = " (add `derive: [l2_rates]` to cap the L2 reduction rates at the swept L2 bandwidth)"
                 raise InputError(self.file, exc.field or "vary", f"at grid point {where}: {exc.message}{hint}") \
                     from None
         return out
