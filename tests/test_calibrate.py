@@ -376,3 +376,42 @@ def test_microbenchmarks_compile_for_sm90a(tmp_path: Path) -> None:
     assert binary.exists() and binary.stat().st_size > 0
     for kernel in ("k_l2_bulk", "k_dsm_bulk", "k_l2_read", "k_dsm_bw"):
         assert kernel in ptxas
+
+
+# ---- carrying the H200's generated-kernel mechanisms to the other GH100 parts (fusesim.calibrate.carry) ----
+def test_shipped_gh100_files_carry_the_h200_mechanisms() -> None:
+    """h100_sxm.yaml and h100_pcie.yaml hold exactly what `python3 -m fusesim.calibrate.carry` derives from
+    h200.yaml (a re-fit there that is not carried fails here), and the SXM part, same clock, holds the same
+    SM-clocked values."""
+    from fusesim.calibrate.carry import CLOCKED_NS, MECHANISMS, main
+
+    assert main(["--check"]) == 0
+    h200, sxm = load_hardware(ROOT / "hw_configs/h200.yaml"), load_hardware(ROOT / "hw_configs/h100_sxm.yaml")
+    assert all(getattr(sxm, k) == getattr(h200, k) for k in CLOCKED_NS)
+    assert all(getattr(sxm, k) is not None for k in MECHANISMS if getattr(h200, k) is not None)
+
+
+def test_carry_scales_by_clock_and_l2_and_rewrites_in_place(tmp_path: Path) -> None:
+    from fusesim.calibrate.carry import MARK, derive, rewrite
+    from fusesim.yamlio import read_mapping
+
+    source = read_mapping(ROOT / "hw_configs/h200.yaml")
+    text = rewrite((ROOT / "hw_configs/h100_pcie.yaml").read_text(), {})  # a GH100 file without them
+    assert "tma_refill_ns" not in text
+    # for a part with half the H200's clock and a quarter of its L2 bandwidth
+    target = {**yaml.safe_load(text), "clock_mhz": 990, "l2_bandwidth_gbps": source["l2_bandwidth_gbps"] / 4}
+    carried = derive(source, target)
+    assert carried["tma_refill_ns"][0] == pytest.approx(2 * source["tma_refill_ns"], abs=0.1)  # SM-clocked latency
+    assert carried["wgmma_stage_handshake_ns"][0][2] == pytest.approx(2 * source["wgmma_stage_handshake_ns"][2], abs=0.1)
+    assert carried["l2_fragment_reduction_gbps_per_sm"][0] == pytest.approx(source["l2_fragment_reduction_gbps_per_sm"] / 2,
+                                                                            abs=0.1)
+    assert carried["l2_reduction_bandwidth_gbps"][0] == pytest.approx(source["l2_reduction_bandwidth_gbps"] / 4, abs=0.1)
+    assert carried["kernel_start_us"][0] == source["kernel_start_us"]  # the front end: unscaled
+    assert all(p.startswith(MARK) for _v, p in carried.values())
+    once = rewrite(text, carried)
+    assert rewrite(once, carried) == once  # idempotent: the old lines are replaced, not added to
+    out = tmp_path / "a.yaml"
+    out.write_text(once)
+    hw = load_hardware(out)
+    assert hw.tma_refill_ns == carried["tma_refill_ns"][0] and "tma_refill_ns" in hw.provenance
+    assert [ln for ln in once.splitlines() if ln.startswith("#")] == [ln for ln in text.splitlines() if ln.startswith("#")]

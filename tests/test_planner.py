@@ -220,9 +220,9 @@ def test_what_if_32_block_clusters() -> None:
     """A machine with 36-SM GPCs and 32-block clusters: the space grows to cluster values of 32."""
     raw = read_mapping(ROOT / "hw_configs/h100_sxm.yaml")
     raw.update(gpc_sm_counts=[36, 36, 36, 24], max_cluster_size=32)
-    for t in ("dsm_push_bandwidth_gbps_per_sm", "dsm_pull_bandwidth_gbps_per_sm", "dsm_latency_ns",
-              "cluster_barrier_ns"):
-        raw[t] = {**raw[t], 32: raw[t][16]}
+    for t in CLUSTER_TABLES:
+        if t in raw:
+            raw[t] = {**raw[t], 32: raw[t][16]}
     hw = hardware_from_dict(raw)
     ch = chain(128, 16384, 4096, 4096)
     assert Space(ch, hw).cluster_values == (1, 2, 4, 8, 16, 32)

@@ -10,17 +10,18 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fusesim.hardware import Hardware, hardware_from_dict
+from fusesim.hardware import CLUSTER_TABLES, Hardware, hardware_from_dict
 from fusesim.plan import Plan
 from fusesim.plancheck import plan_problems
 from fusesim.planner import plan_case
 from fusesim.planner.dataflow import analyze
 from fusesim.sim import simulate
+from fusesim.sweep.derive import l2_rates
 from fusesim.workload import Chain
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((ROOT / "hw_configs" / "h100_sxm.yaml").read_text())
-TABLES = ("dsm_push_bandwidth_gbps_per_sm", "dsm_pull_bandwidth_gbps_per_sm", "dsm_latency_ns", "cluster_barrier_ns")
+TABLES = tuple(t for t in CLUSTER_TABLES if t in BASE)  # the DSM bulk rate too, now that the H100 file has it
 
 
 @st.composite
@@ -37,7 +38,7 @@ def hardware(draw) -> Hardware:
     d["l2_bytes"] = draw(st.sampled_from([4, 40, 50, 120])) * 2**20
     d["hbm_bandwidth_gbps"] = draw(st.floats(1000, 10000))
     d["l2_bandwidth_gbps"] = draw(st.floats(3000, 15000))
-    return hardware_from_dict(d, "<random>")
+    return hardware_from_dict(l2_rates(d), "<random>")  # the measured L2 reduction rates capped at a slow L2
 
 
 dims = st.sampled_from([16, 48, 64, 128, 192, 256, 384, 512, 1024, 2048])

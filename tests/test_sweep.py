@@ -246,7 +246,7 @@ def test_point_ids_follow_the_effective_hardware(tmp_path: Path) -> None:
     ids1 = [p for t in spec.tasks()[0] for p in t.point_ids]
     import re
 
-    base.write_text(re.sub(r"(?m)^l2_bandwidth_gbps: .*$", "l2_bandwidth_gbps: 1234", base.read_text()))
+    base.write_text(re.sub(r"(?m)^l2_bandwidth_gbps: .*$", "l2_bandwidth_gbps: 8765", base.read_text()))
     from fusesim.sweep.spec import _hardware, _raw_json
 
     _raw_json.cache_clear()
@@ -421,3 +421,19 @@ def test_hopper_next_is_the_h200_with_bigger_clusters() -> None:
                             "dsm_bulk_bandwidth_gbps_per_sm", "dsm_latency_ns", "cluster_barrier_ns"}:
         assert {k: v for k, v in nxt[table].items() if k <= 16} == h200[table]
     assert all(v.startswith("inferred") for v in nxt["provenance"].values())
+
+
+def test_l2_rates_rule_caps_the_reduction_rates_at_a_swept_l2_bandwidth() -> None:
+    """Sweeping the H100's L2 bandwidth below its measured reduction rates is refused with a hint; with
+    `derive: [l2_rates]` each rate above the swept bandwidth is set to it (noted in its provenance) and the
+    rates below it stay as measured."""
+    raw = {"hw": "h100_sxm", "workloads": ["paper_gemm_chains"], "cases": ["G1"], "vary": {"l2_bandwidth_gbps": [2000, 9212]},
+           "evaluator": BOUND}
+    with pytest.raises(InputError) as exc:
+        spec_from_dict(raw, "t.yaml").validate_hardware()
+    assert "derive: [l2_rates]" in exc.value.message
+    machines = [hw for _gp, hw in spec_from_dict({**raw, "derive": ["l2_rates"]}, "t.yaml").validate_hardware()]
+    slow, full = sorted(machines, key=lambda h: h.l2_bandwidth_gbps)
+    assert slow.l2_row_reduction_bandwidth_gbps == 2000 and "l2_rates" in slow.provenance["l2_row_reduction_bandwidth_gbps"]
+    assert slow.l2_reduction_bandwidth_gbps == full.l2_reduction_bandwidth_gbps < 2000  # below the cap: as measured
+    assert full.l2_row_reduction_bandwidth_gbps > 2000 and "l2_rates" not in full.provenance["l2_row_reduction_bandwidth_gbps"]
