@@ -1,0 +1,237 @@
+"""The shipped H100 hardware file against what was measured on H100s. Writes benchmarks/h100.md.
+
+    python3 benchmarks/h100.py [--out benchmarks/h100.md]
+
+The device tool lent NVIDIA H100 80GB HBM3 (SXM5) machines where an H200 was asked for; what ran on them
+is committed under results/h200/ with the GPU named in each file. Those kernels are simulated here with the
+exact plan and generator switches they ran with, on hw_configs/h100_sxm.yaml (the file of the README's main
+job), on the same file without the generated-kernel mechanisms (as it shipped until 2026-12-05: they were
+fitted and measured on the H200 and carried over by `python3 -m fusesim.calibrate.carry`), and on the H200's
+calibrated file (how benchmarks/validation.md scores these sets). Nothing was fitted on an H100 kernel:
+every H100 number below is out of sample for every file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import glob
+import json
+import math
+import statistics
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from fusesim.calibrate.carry import MECHANISMS  # noqa: E402
+from fusesim.capability import FRAGMENT_EPILOGUE, codegen_switches, generator_switches  # noqa: E402
+from fusesim.hardware import Hardware, load_hardware  # noqa: E402
+from fusesim.plan import Plan  # noqa: E402
+from fusesim.planner import plan_case  # noqa: E402
+from fusesim.report.measured import load_measured  # noqa: E402
+from fusesim.sim import simulate  # noqa: E402
+from fusesim.validate import Row, Verdict, summarize  # noqa: E402
+from fusesim.workload import Chain  # noqa: E402
+
+H100 = "hw_configs/h100_sxm.yaml"
+H200 = "hw_configs/h200_calibrated.yaml"
+# the bench's time of each strategy's fastest final-run plan, all 26 cases, on PyTorch's stream (scripts/stream_trial.py)
+STREAM = "results/h200/stream_trial_h100.json"
+MCAST = "results/h200/mcast_trial_h100.json"  # its control: gemm_wgmma as the generator builds it ("own A")
+BENCH_SETS = {
+    "conv chains C1-C8, every strategy's best of the final and im2col runs (fused_wgmma's staged E)":
+        "results/h200/estage_paper_*.json",
+    "gemm_wgmma split-K through DSM, the ten small unfused-wgmma cases": "results/h200/dsm_split_small_*_h100.json",
+}
+STREAM_LABEL = "each strategy's fastest final-run plan, all 26 cases (the stream trial's default stream)"
+MCAST_LABEL = "unfused gemm_wgmma plans, the multicast trial's control"
+WEIGHT_STREAMING = ("G5", "G8", "S1", "S2", "S3", "S4", "S5", "S6", "S7")
+# the generator of 2026-12-05 19:25-19:45 UTC, when the trials ran (today's switches before the TMA im2col)
+TRIAL_SWITCHES = {**codegen_switches(), "wgmma_im2col_tma": False}
+
+
+def without_mechanisms(hw: Hardware) -> Hardware:
+    return hw.model_copy(update={k: None for k in MECHANISMS})
+
+
+def _stream_measurements() -> Iterator[tuple[str, dict[str, Any], float, dict]]:
+    doc = json.loads((ROOT / STREAM).read_text())
+    for row in doc["rows"]:
+        runs = row["runs"]["default"]
+        for i, pd in enumerate(row["plans"]):
+            times = [run["ours"][i][0] for run in runs if run["ours"][i][1]]  # verified launches only
+            if times:
+                yield row["case"], pd, statistics.median(times), TRIAL_SWITCHES
+
+
+def _mcast_measurements() -> Iterator[tuple[str, dict[str, Any], float, dict]]:
+    doc = json.loads((ROOT / MCAST).read_text())
+    control = next(iter(doc["variants"]))
+    for row in doc["rows"]:
+        if row["verify"][control]["ok"]:
+            yield row["case"], row["plan"], row["us"][control], TRIAL_SWITCHES
+
+
+def _bench_measurements(pattern: str) -> Iterator[tuple[str, dict[str, Any], float, dict]]:
+    for m in load_measured(sorted(glob.glob(str(ROOT / pattern)))).items:
+        if m.plan_dict is not None:
+            yield m.case, m.plan_dict, m.time_us, m.codegen or FRAGMENT_EPILOGUE
+
+
+def measured_sets() -> dict[str, list[tuple[str, dict[str, Any], float, dict]]]:
+    sets = {STREAM_LABEL: list(_stream_measurements())}
+    sets.update({label: list(_bench_measurements(p)) for label, p in BENCH_SETS.items()})
+    sets[MCAST_LABEL] = list(_mcast_measurements())
+    return sets
+
+
+def sources() -> dict[str, tuple[list[str], str]]:
+    """Per set: its files and when they ran (UTC, as each file records it)."""
+    def when(f: Path) -> str:
+        doc = json.loads(f.read_text())
+        return (doc.get("env") or doc.get("device_run") or {}).get("date_utc", "?")[:16].replace("T", " ")
+
+    out = {}
+    for label, pattern in {STREAM_LABEL: STREAM, **BENCH_SETS, MCAST_LABEL: MCAST}.items():
+        files = sorted(Path(f) for f in glob.glob(str(ROOT / pattern)))
+        times = sorted({when(f) for f in files})
+        out[label] = ([f.name for f in files], times[0] if len(times) == 1 else f"{times[0]} to {times[-1]}")
+    return out
+
+
+def rows_on(hw: Hardware, measured: list[tuple[str, dict[str, Any], float, dict]]) -> list[Row]:
+    out = []
+    for case, pd, us, switches in measured:
+        plan = Plan.from_dict(pd)
+        with generator_switches(switches):
+            sim_us = simulate(plan, hw).time_ns / 1e3
+        out.append(Row(case, plan.summary(), us, sim_us, kernels=len(plan.kernels), plan=plan))
+    return out
+
+
+def verdicts(hw: Hardware) -> list[Verdict]:
+    """Per case of the stream trial: the measured fastest of each strategy's plan against the plan per strategy
+    `fusesim simulate` runs on `hw`, simulated."""
+    doc = json.loads((ROOT / STREAM).read_text())
+    out = []
+    with generator_switches(TRIAL_SWITCHES):
+        for row in doc["rows"]:
+            runs = row["runs"]["default"]
+            measured = {pd["strategy"]: statistics.median(run["ours"][i][0] for run in runs)
+                        for i, pd in enumerate(row["plans"])}
+            chain = Chain.from_dict(row["plans"][0]["chain"])
+            sim = {}
+            for s in ("unfused", "smem", "dsm"):
+                picked = plan_case(chain, hw, strategies=(s,), top_k=1, rank="simulated").plans.get(s)
+                if picked:
+                    sim[s] = picked[0].simulated_ns / 1e3
+            out.append(Verdict(row["case"], measured, sim, {}))
+    return out
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _signed(rows: list[Row]) -> float:
+    return statistics.mean(r.error for r in rows)
+
+
+def _geomean(xs: list[float]) -> float:
+    return math.exp(statistics.mean(math.log(x) for x in xs))
+
+
+def _order(case: str) -> tuple[int, int]:
+    return "GSC".index(case[0]), int(case[1:])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "h100.md"))
+    args = ap.parse_args()
+    h100, h200 = load_hardware(ROOT / H100), load_hardware(ROOT / H200)
+    configs = {f"`{H100}`": h100, f"`{H100}` without the generated-kernel mechanisms (as shipped until 2026-12-05)":
+               without_mechanisms(h100), f"`{H200}` (the H200's file)": h200}
+    sets = measured_sets()
+    stream = json.loads((ROOT / STREAM).read_text())
+    lines = ["# The H100 file vs H100 measurements", "",
+             f"Generated by `python3 benchmarks/h100.py` on {datetime.date.today().isoformat()} from the committed "
+             "measurements; do not edit.", "",
+             __doc__.split("\n\n")[2].replace("\n", " "), "",
+             f"Measured on: {stream['gpu']} (132 SMs, 50 MiB L2; results/h200/README.md gives each file's command): "
+             + "; ".join(f"{label}: {', '.join(files)} ({when})" for label, (files, when) in sources().items()) + ".",
+             "",
+             "| kernels | hw config | n | MAPE | signed mean error | Pearson | within-case Spearman | predicted best within 3% |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    scored: dict[str, dict[str, list[Row]]] = {}
+    for label, measured in sets.items():
+        for cfg, hw in configs.items():
+            rows = rows_on(hw, measured)
+            scored.setdefault(cfg, {})[label] = rows
+            s = summarize(rows)
+            sp = s["spearman_within_case_mean"]
+            lines.append(f"| {label} | {cfg} | {s['kernels']} | {_pct(s['mape'])} | {100 * _signed(rows):+.1f}% | "
+                         f"{s['pearson']:.3f} | {'-' if sp is None else f'{sp:.2f}'} | "
+                         f"{_pct(s['best_within_3pct'])} of {s['cases_with_ranking']} |")
+    every = {cfg: [r for rows in by_set.values() for r in rows] for cfg, by_set in scored.items()}
+    lines += ["", "All sets together: " + "; ".join(
+        f"{cfg}: {len(rows)} kernels, MAPE {_pct(summarize(rows)['mape'])}" for cfg, rows in every.items()) + ".", ""]
+
+    # the fusion verdict on the H100
+    lines += ["## The fusion verdict on the H100", "",
+              "Per paper case: measured = the stream trial's three plans (each strategy's fastest of the H200's "
+              "final run) on the H100, best unfused / best fused; predicted = per strategy the plan `fusesim "
+              "simulate` runs on the file, simulated (the plan need not be one the H100 timed). A measured speedup "
+              "within 3% of 1 accepts either answer.", "",
+              "| hw config | verdicts agree (of 26) | mean abs speedup error |", "| --- | --- | --- |"]
+    per_case: dict[str, dict[str, Verdict]] = {}
+    for cfg, hw in list(configs.items())[:2]:
+        vs = verdicts(hw)
+        for v in vs:
+            per_case.setdefault(v.case, {})[cfg] = v
+        err = statistics.mean(abs(v.simulated_speedup / v.measured_speedup - 1) for v in vs)
+        lines.append(f"| {cfg} | {sum(bool(v.agrees) for v in vs)}/{len(vs)} | {100 * err:.0f}% |")
+    new, old = list(configs)[:2]
+    lines += ["", "| case | measured us: unfused / smem / dsm | measured speedup | simulated speedup | agrees | "
+              "before: simulated speedup | agreed |", "| --- | --- | ---: | ---: | --- | ---: | --- |"]
+    for case in sorted(per_case, key=_order):
+        v, b = per_case[case][new], per_case[case][old]
+        us = " / ".join(f"{v.measured_us[s]:.1f}" if s in v.measured_us else "-" for s in ("unfused", "smem", "dsm"))
+        lines.append(f"| {case} | {us} | {v.measured_speedup:.2f} | {v.simulated_speedup:.2f} | "
+                     f"{'yes' if v.agrees else '**no**'} | {b.simulated_speedup:.2f} | {'yes' if b.agrees else '**no**'} |")
+
+    # HBM: the datasheet rate against the weight-streaming kernels
+    ws = [r for r in scored[new][STREAM_LABEL] if r.case in WEIGHT_STREAMING and r.plan.strategy == "unfused"]
+    lines += ["", "## HBM: the datasheet rate", "",
+              f"The file keeps the datasheet {h100.hbm_bandwidth_gbps:.0f} GB/s (the H200's file uses its measured "
+              "copy rate, 4.3 of 4.8 TB/s). The H100's weight-streaming cases, each one's fastest unfused plan "
+              "(two gemm_wgmma kernels that stream the weights once):", "",
+              "| case | measured us | simulated us | error |", "| --- | ---: | ---: | ---: |"]
+    lines += [f"| {r.case} | {r.measured_us:.1f} | {r.predicted_us:.1f} | {100 * r.error:+.1f}% |"
+              for r in sorted(ws, key=lambda r: _order(r.case))]
+
+    # the same kernels against PyTorch on the H100
+    ours, eager, graphs = [], [], []
+    for row in stream["rows"]:
+        runs = row["runs"]["default"]
+        ours.append(min(statistics.median(run["ours"][i][0] for run in runs) for i in range(len(row["plans"]))))
+        eager.append(statistics.median(run["eager"] for run in runs))
+        graphs.append(statistics.median(run["graph"] for run in runs))
+    lines += ["", "## Against PyTorch on the H100", "",
+              f"The stream trial timed PyTorch eager and CUDA graphs beside the kernels (its default stream, "
+              f"bench's method). Over the 26 cases, the fastest of the three plans per case: geomean speedup "
+              f"{_geomean([e / o for e, o in zip(eager, ours, strict=True)]):.2f}x over eager, "
+              f"{_geomean([g / o for g, o in zip(graphs, ours, strict=True)]):.2f}x over graphs "
+              "(the H200's final run: benchmarks/kernels.md). The plans were the H200's; none was chosen for the H100.",
+              ""]
+    Path(args.out).write_text("\n".join(lines))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
