@@ -40,6 +40,9 @@ from fusesim.workload import Chain  # noqa: E402
 
 H100 = "hw_configs/h100_sxm.yaml"
 H200 = "hw_configs/h200_calibrated.yaml"
+# written once an H100 is calibrated (`OUT=... scripts/device_calibrate.sh` there, then `fusesim calibrate --base
+# h100_sxm --from results/h100_sxm/calibration.json --out hw_configs/h100_sxm_calibrated.yaml`); scored when present
+H100_CALIBRATED = "hw_configs/h100_sxm_calibrated.yaml"
 # the bench's time of each strategy's fastest final-run plan, all 26 cases, on PyTorch's stream (scripts/stream_trial.py)
 STREAM = "results/h200/stream_trial_h100.json"
 MCAST = "results/h200/mcast_trial_h100.json"  # its control: gemm_wgmma as the generator builds it ("own A")
@@ -153,6 +156,8 @@ def main() -> int:
     h100, h200 = load_hardware(ROOT / H100), load_hardware(ROOT / H200)
     configs = {f"`{H100}`": h100, f"`{H100}` without the generated-kernel mechanisms (as shipped until 2026-12-05)":
                without_mechanisms(h100), f"`{H200}` (the H200's file)": h200}
+    if (ROOT / H100_CALIBRATED).exists():
+        configs[f"`{H100_CALIBRATED}`"] = load_hardware(ROOT / H100_CALIBRATED)
     sets = measured_sets()
     stream = json.loads((ROOT / STREAM).read_text())
     lines = ["# The H100 file vs H100 measurements", "",

@@ -1104,6 +1104,8 @@ def main() -> int:
              "fit halves of the final run and the three gemm_wgmma sets together kept 300 ns: the hardware file's",
              "provenance); the cluster-barrier skew is measured (the per-block timelines), and the same search over",
              "the fit half is its cross-check; the score half never influenced either.",
+             "Sets marked *on an H100* ran on the H100s the device tool lent: scored here on the H200's files",
+             "and on their own; `benchmarks/h100.md` scores them (and two H100 trials) on `hw_configs/h100_sxm.yaml`.",
              f"Targets (issue 6): {TARGETS}.", ""]
     table, kept = metrics_table(hws)
     lines += table
