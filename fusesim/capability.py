@@ -94,8 +94,10 @@ FUSED_EARLY_EXIT_ARRIVE = True
 # the wgmma templates' implicit im2col A (k1 x k1 conv chains) by TMA in im2col mode: thread 0 issues one
 # load per stage (the image's pixels for one filter tap, zeros outside it), completing on the stage's
 # barrier like every other TMA load; False: the producer warpgroup's cp.async copies, arriving LAG stages
-# later (tile.cuh Im2colRows)
-WGMMA_IM2COL_TMA = False
+# later (tile.cuh Im2colRows). On since 2026-12-05: C5-C8's 36 plans and the 4 representatives, all verified,
+# took 0.82-1.01x the time (median 0.925x; fused 0.883x, unfused 0.958x; results/h200/im2col_tma_trial_h100.json,
+# an H100)
+WGMMA_IM2COL_TMA = True
 # what a measured file without a "codegen" block ran: the gemm_wgmma template before the staging
 FRAGMENT_EPILOGUE = {"gemm_staged_store": False, "gemm_staged_red": False, "convert_batch": 1,
                      "im2col_rows_hoisted": False, "fused_staged_e": False, "fused_early_exit_arrive": False,

@@ -239,7 +239,8 @@ def test_wgmma_rejections_outside_the_template():
     assert "im2col" in can_build(unfused_wgmma(narrow, 128, 64, 4))[1]  # a k tile would straddle two taps
     assert can_build(unfused_wgmma(_REP_CONV3, 128, 64, 4))[0]
     src = generate(unfused_wgmma(_REP_CONV3, 128, 64, 4)).code
-    assert "load_sw128" in src and src.count("FULL_ARRIVALS") == 2  # gemm0 copies A; gemm1 is plain TMA
+    # gemm0 loads A by TMA in im2col mode (WGMMA_IM2COL_TMA), one load per stage; gemm1 is plain TMA
+    assert src.count("fs::wg::tma_load_im2col(") == 1 and "FULL_ARRIVALS" not in src and "Im2colMap" in src
     mma = unfused(CH, 64, 64, 64)
     k0 = mma.kernels[0]
     split = mma.with_(kernels=(k0.__class__(**{**k0.__dict__, "grid_blocks": 2 * k0.grid_blocks}), mma.kernels[1]))
