@@ -51,6 +51,8 @@ BENCH_SETS = {
         "results/h200/estage_paper_*.json",
     "gemm_wgmma split-K through DSM, the ten small unfused-wgmma cases": "results/h200/dsm_split_small_*_h100.json",
 }
+TMA_RUN = "results/h200/tma_im2col_paper_conv_chains_h100.json"  # scripts/device_tma_im2col_bench.sh on an H100
+BENCH_SETS["conv chains C1-C8, the staged-E run's plans with the implicit im2col by TMA (WGMMA_IM2COL_TMA on)"] = TMA_RUN
 STREAM_LABEL = "each strategy's fastest final-run plan, all 26 cases (the stream trial's default stream)"
 MCAST_LABEL = "unfused gemm_wgmma plans, the multicast trial's control"
 WEIGHT_STREAMING = ("G5", "G8", "S1", "S2", "S3", "S4", "S5", "S6", "S7")
@@ -137,6 +139,13 @@ def verdicts(hw: Hardware) -> list[Verdict]:
     return out
 
 
+def bench_verdicts(hw: Hardware, path: str) -> list[Verdict]:
+    """fusion_verdicts for one bench file (its recorded generator switches), the H100 file's picks."""
+    from fusesim.validate import fusion_verdicts
+
+    return fusion_verdicts([ROOT / path], hw)
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
@@ -205,6 +214,20 @@ def main() -> int:
         us = " / ".join(f"{v.measured_us[s]:.1f}" if s in v.measured_us else "-" for s in ("unfused", "smem", "dsm"))
         lines.append(f"| {case} | {us} | {v.measured_speedup:.2f} | {v.simulated_speedup:.2f} | "
                      f"{'yes' if v.agrees else '**no**'} | {b.simulated_speedup:.2f} | {'yes' if b.agrees else '**no**'} |")
+
+    tma = {label: [(v, b) for v, b in zip(bench_verdicts(hw, TMA_RUN), bench_verdicts(without_mechanisms(hw), TMA_RUN),
+                                           strict=True)] for label, hw in list(configs.items())[:1]}
+    pairs = next(iter(tma.values()))
+    lines += ["", f"The conv chains again with the implicit im2col by TMA (`{TMA_RUN}`, one run; measured = its fastest "
+              "verified plan per strategy, predicted as above with the generator it recorded): "
+              f"{sum(bool(v.agrees) for v, _b in pairs)}/{len(pairs)} agree "
+              f"({sum(bool(b.agrees) for _v, b in pairs)}/{len(pairs)} without the mechanisms).", "",
+              "| case | measured us: unfused / smem / dsm | measured speedup | simulated speedup | agrees |",
+              "| --- | --- | ---: | ---: | --- |"]
+    for v, _b in pairs:
+        us = " / ".join(f"{v.measured_us[s]:.1f}" if s in v.measured_us else "-" for s in ("unfused", "smem", "dsm"))
+        lines.append(f"| {v.case} | {us} | {v.measured_speedup:.2f} | {v.simulated_speedup:.2f} | "
+                     f"{'yes' if v.agrees else '**no**'} |")
 
     # HBM: the datasheet rate against the weight-streaming kernels
     ws = [r for r in scored[new][STREAM_LABEL] if r.case in WEIGHT_STREAMING and r.plan.strategy == "unfused"]
