@@ -41,11 +41,15 @@ IM2COL = "results/h200/wgmma_im2col_paper_*.json"
 ESTAGE = "results/h200/estage_paper_*.json"
 # the same plans on the H200, with the early exit arrive of the reduce-scatter plans too: the latest run of C1-C8
 ESTAGE_H200 = "results/h200/estage_h200_paper_*.json"
+# the same plans on the H200 with the wgmma templates' implicit im2col by TMA (scripts/device_tma_im2col_bench.sh;
+# its H100 run, tma_im2col_paper_conv_chains_h100.json, is benchmarks/h100.md's)
+TMA_H200 = "results/h200/tma_im2col_paper_conv_chains.json"
 LATER = ((IM2COL, "the run that timed the wgmma templates' implicit-im2col kernels, which the final run predates, "
                   "beside each strategy's final-run best"),
          (ESTAGE, "the run that timed fused_wgmma with its last E sub-tile staged in SMEM, beside each strategy's "
                   "best of the final and im2col runs"),
-         (ESTAGE_H200, "the same plans timed again with the early exit arrive of the reduce-scatter plans too"))
+         (ESTAGE_H200, "the same plans timed again with the early exit arrive of the reduce-scatter plans too"),
+         (TMA_H200, "the same plans timed again with the implicit im2col by TMA in im2col mode"))
 # out of sample: per case and strategy the plan `fusesim simulate --rank simulated` ran on 2026-12-05 01:20 UTC
 # and the final run's fastest of that strategy, frozen before any was timed (results/h200/plans_verdict.json)
 VERDICT_RUN = "results/h200/verdict_paper_*.json"
