@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# One device call that times every paper case with today's generator in ONE run (benchmarks/kernels.md's targets ask
+# for one run on the H200): the GEMM chains and gated FFNs with the final run's frozen plans
+# (results/h200/plans_final_<workload>.json), the conv chains with the staged-E run's (results/h200/plans_estage.json:
+# per case and strategy the simulator's three fastest wgmma plans and the fastest measured one), each built, verified
+# against the float32 reference and timed next to PyTorch; then Nsight Compute bytes (STEPS="bench ncu"; STEPS=ncu in
+# a second call reads the first call's files from results/h200/). On an H100 the files end in _h100.
+# Prepare HERE: bash scripts/device_wheels.sh; python3 scripts/prebuild.py --plans-file
+# results/h200/plans_final_gemm_chains.json results/h200/plans_final_gated_ffn.json results/h200/plans_estage.json
+# --stage DIR/.fscache; tar -cf - -C DIR .fscache | xz -9 -T2 > .fscarry/cache.tar.xz.
+# Then: run(command="scripts/device_final2.sh $OUT", carry=[".whl", ".fscarry"]).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+DEST=${1:?usage: scripts/device_final2.sh OUT_DIR}
+mkdir -p "$DEST"
+source scripts/device_env.sh  # wheels, PYTHONPATH, FUSESIM_CACHE, carried kernels
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+HW=hw_configs/h200.yaml TAG=""
+case "$GPU" in *H100*) HW=hw_configs/h100_sxm.yaml TAG=_h100 ;; esac
+echo "$GPU -> $HW"
+rc=0
+step() { echo "== $(date -u +%H:%M:%S) $*"; }
+plans_of() { [ "$1" = conv_chains ] && echo results/h200/plans_estage.json || echo "results/h200/plans_final_$1.json"; }
+STEPS=${STEPS:-bench ncu}
+WORKLOADS=${WORKLOADS:-gemm_chains gated_ffn conv_chains}
+if [[ " $STEPS " == *" bench "* ]]; then
+  for wl in $WORKLOADS; do
+    step "bench $wl"
+    timeout 200 python3 -m fusesim.commands.bench "workloads/paper_$wl.yaml" --hw "$HW" --plans "file:$(plans_of "$wl")" \
+      --top-k 99 --reps 50 --work /tmp/bench_work --out "$DEST/final2_paper_$wl$TAG.json" | tail -13 || rc=1
+  done
+fi
+if [[ " $STEPS " == *" ncu "* ]]; then
+  for wl in $WORKLOADS; do
+    B="$DEST/final2_paper_$wl$TAG.json"
+    [ -f "$B" ] || B="results/h200/final2_paper_$wl$TAG.json"
+    step "ncu $wl ($B)"
+    [ -f "$B" ] && { timeout 100 python3 -m fusesim.gpu.ncu --all "$B" "/tmp/ncu_$wl.json" | tail -2 \
+      && cp "/tmp/ncu_$wl.json" "$DEST/final2_paper_$wl$TAG.json" || echo "ncu incomplete: $B keeps no counters"; }
+  done
+fi
+step "done rc=$rc"
+exit $rc
