@@ -31,6 +31,9 @@ PLANS_NOTE = {
                     "frozen with the reason each is listed in results/h200/plans_final_*.json "
                     "by scripts/freeze_final_plans.py",
     "bench_paper_": "hand-built plans, top 6 per strategy by a ranking model, all built and timed",
+    "final2_paper_": "per case: the GEMM chains and gated FFNs with the final run's frozen plans "
+                     "(results/h200/plans_final_*.json), the conv chains with the staged-E run's "
+                     "(results/h200/plans_estage.json), all built with today's generator; scripts/device_final2.sh",
 }
 
 
