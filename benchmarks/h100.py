@@ -7,7 +7,8 @@ is committed under results/h200/ with the GPU named in each file. Those kernels 
 exact plan and generator switches they ran with, on hw_configs/h100_sxm.yaml (the file of the README's main
 job), on the same file without the generated-kernel mechanisms (as it shipped until 2026-12-05: they were
 fitted and measured on the H200 and carried over by `python3 -m fusesim.calibrate.carry`), and on the H200's
-calibrated file (how benchmarks/validation.md scores these sets). Nothing was fitted on an H100 kernel:
+calibrated file (how benchmarks/validation.md scores these sets), and on the H100's own calibrated file
+(microbenchmarks of one H100, results/h100_sxm/calibration.json). Nothing was fitted on an H100 kernel:
 every H100 number below is out of sample for every file.
 """
 
