@@ -41,9 +41,9 @@ IM2COL = "results/h200/wgmma_im2col_paper_*.json"
 ESTAGE = "results/h200/estage_paper_*.json"
 # the same plans on the H200, with the early exit arrive of the reduce-scatter plans too: the latest run of C1-C8
 ESTAGE_H200 = "results/h200/estage_h200_paper_*.json"
-# the same plans on the H200 with the wgmma templates' implicit im2col by TMA (scripts/device_tma_im2col_bench.sh;
+# the same plans on the H200 with the wgmma templates' implicit im2col by TMA (scripts/device_final2.sh, conv chains;
 # its H100 run, tma_im2col_paper_conv_chains_h100.json, is benchmarks/h100.md's)
-TMA_H200 = "results/h200/tma_im2col_paper_conv_chains.json"
+TMA_H200 = "results/h200/final2_paper_conv_chains.json"
 LATER = ((IM2COL, "the run that timed the wgmma templates' implicit-im2col kernels, which the final run predates, "
                   "beside each strategy's final-run best"),
          (ESTAGE, "the run that timed fused_wgmma with its last E sub-tile staged in SMEM, beside each strategy's "
