@@ -33,10 +33,9 @@ from fusesim.calibrate.carry import MECHANISMS  # noqa: E402
 from fusesim.capability import FRAGMENT_EPILOGUE, codegen_switches, generator_switches  # noqa: E402
 from fusesim.hardware import Hardware, load_hardware  # noqa: E402
 from fusesim.plan import Plan  # noqa: E402
-from fusesim.planner import plan_case  # noqa: E402
 from fusesim.report.measured import load_measured  # noqa: E402
 from fusesim.sim import simulate  # noqa: E402
-from fusesim.validate import Row, Verdict, summarize  # noqa: E402
+from fusesim.validate import Row, Verdict, fusion_verdicts, planner_verdict, summarize  # noqa: E402
 from fusesim.workload import Chain  # noqa: E402
 
 H100 = "hw_configs/h100_sxm.yaml"
@@ -124,27 +123,12 @@ def verdicts(hw: Hardware) -> list[Verdict]:
     """Per case of the stream trial: the measured fastest of each strategy's plan against the plan per strategy
     `fusesim simulate` runs on `hw`, simulated."""
     doc = json.loads((ROOT / STREAM).read_text())
-    out = []
     with generator_switches(TRIAL_SWITCHES):
-        for row in doc["rows"]:
-            runs = row["runs"]["default"]
-            measured = {pd["strategy"]: statistics.median(run["ours"][i][0] for run in runs)
-                        for i, pd in enumerate(row["plans"])}
-            chain = Chain.from_dict(row["plans"][0]["chain"])
-            sim = {}
-            for s in ("unfused", "smem", "dsm"):
-                picked = plan_case(chain, hw, strategies=(s,), top_k=1, rank="simulated").plans.get(s)
-                if picked:
-                    sim[s] = picked[0].simulated_ns / 1e3
-            out.append(Verdict(row["case"], measured, sim, {}))
-    return out
-
-
-def bench_verdicts(hw: Hardware, path: str) -> list[Verdict]:
-    """fusion_verdicts for one bench file (its recorded generator switches), the H100 file's picks."""
-    from fusesim.validate import fusion_verdicts
-
-    return fusion_verdicts([ROOT / path], hw)
+        return [planner_verdict(row["case"], {pd["strategy"]: statistics.median(run["ours"][i][0]
+                                                                             for run in row["runs"]["default"])
+                                              for i, pd in enumerate(row["plans"])},
+                                Chain.from_dict(row["plans"][0]["chain"]), hw)
+                for row in doc["rows"]]
 
 
 def _pct(x: float | None) -> str:
@@ -216,9 +200,8 @@ def main() -> int:
         lines.append(f"| {case} | {us} | {v.measured_speedup:.2f} | {v.simulated_speedup:.2f} | "
                      f"{'yes' if v.agrees else '**no**'} | {b.simulated_speedup:.2f} | {'yes' if b.agrees else '**no**'} |")
 
-    tma = {label: [(v, b) for v, b in zip(bench_verdicts(hw, TMA_RUN), bench_verdicts(without_mechanisms(hw), TMA_RUN),
-                                           strict=True)] for label, hw in list(configs.items())[:1]}
-    pairs = next(iter(tma.values()))
+    pairs = list(zip(fusion_verdicts([ROOT / TMA_RUN], h100), fusion_verdicts([ROOT / TMA_RUN], without_mechanisms(h100)),
+                     strict=True))
     lines += ["", f"The conv chains again with the implicit im2col by TMA (`{TMA_RUN}`, one run; measured = its fastest "
               "verified plan per strategy, predicted as above with the generator it recorded): "
               f"{sum(bool(v.agrees) for v, _b in pairs)}/{len(pairs)} agree "

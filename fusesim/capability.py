@@ -156,6 +156,12 @@ def wgmma_im2col_tma(chain: Chain) -> bool:
     return WGMMA_IM2COL_TMA and wgmma_im2col(chain)
 
 
+def wgmma_im2col_copies(chain: Chain) -> bool:
+    """Whether the wgmma templates' producer warpgroup copies GEMM0's implicit-im2col A by cp.async (the loader
+    before WGMMA_IM2COL_TMA, and of the files recorded with it off)."""
+    return wgmma_im2col(chain) and not WGMMA_IM2COL_TMA
+
+
 def wgmma_im2col_lag(stages: int) -> int:
     """How many loads after an implicit-im2col stage the wgmma templates' producer threads arrive on
     its full barrier (their `LAG`): they wait for their own copies with cp.async.wait_group LAG, and

@@ -50,6 +50,11 @@ CLUSTER_BANDWIDTH_TABLES = ("dsm_push_bandwidth_gbps_per_sm", "dsm_pull_bandwidt
 CLUSTER_LATENCY_TABLES = ("dsm_latency_ns", "cluster_barrier_ns")
 CLUSTER_TABLES = CLUSTER_BANDWIDTH_TABLES + CLUSTER_LATENCY_TABLES
 
+# the L2's reduction rates: each bounded by l2_bandwidth_gbps (a reduction passes the L2)
+L2_REDUCTION_RATES = ("l2_reduction_bandwidth_gbps", "l2_fragment_reduction_gbps_per_sm",
+                      "l2_fragment_reduction_bandwidth_gbps", "l2_row_reduction_gbps_per_sm",
+                      "l2_row_reduction_bandwidth_gbps")
+
 SMEM_RESERVED_PER_BLOCK = 1024  # bytes of an SM's shared memory the driver reserves for each resident block
 MAX_REFILL_NS = 1000.0  # bound on cp_async_refill_ns, tma_refill_ns, wgmma_stage_handshake_ns: work within one stage
 MAX_BARRIER_SKEW_NS = 1000.0  # bound on cluster_barrier_skew_ns: blocks of one gang-launched cluster drift apart
@@ -195,19 +200,16 @@ class Hardware(BaseModel):
             raise ValueError("portable_cluster_size: larger than max_cluster_size")
         if self.smem_per_block_bytes > self.smem_per_sm_bytes:
             raise ValueError("smem_per_block_bytes: larger than smem_per_sm_bytes")
-        if self.l2_reduction_bandwidth_gbps is not None and self.l2_reduction_bandwidth_gbps > self.l2_bandwidth_gbps:
-            raise ValueError("l2_reduction_bandwidth_gbps: larger than l2_bandwidth_gbps (reductions pass the L2)")
+        for f in L2_REDUCTION_RATES:
+            v = getattr(self, f)
+            if v is not None and v > self.l2_bandwidth_gbps:
+                raise ValueError(f"{f}: larger than l2_bandwidth_gbps (reductions pass the L2)")
         for f in ("l2_reuse_bytes", "l2_evict_first_bytes"):
             if getattr(self, f) is not None and getattr(self, f) > self.l2_bytes:
                 raise ValueError(f"{f}: larger than l2_bytes")
         if self.cp_async_refill_ns is not None and self.cp_async_refill_ns > MAX_REFILL_NS:
             raise ValueError(f"cp_async_refill_ns: larger than {MAX_REFILL_NS} ns (a barrier and address arithmetic "
                              "inside one pipeline stage)")
-        for f in ("l2_fragment_reduction_gbps_per_sm", "l2_fragment_reduction_bandwidth_gbps",
-                  "l2_row_reduction_gbps_per_sm", "l2_row_reduction_bandwidth_gbps"):
-            v = getattr(self, f)
-            if v is not None and v > self.l2_bandwidth_gbps:
-                raise ValueError(f"{f}: larger than l2_bandwidth_gbps (reductions pass the L2)")
         if self.inter_cluster_ticket_ns is not None and self.inter_cluster_ticket_ns > 10 * self.hbm_latency_ns:
             raise ValueError("inter_cluster_ticket_ns: larger than 10 HBM latencies (a fence and one atomic round trip)")
         for f in ("inter_cluster_convert_ns", "inter_cluster_convert_round_trip_ns"):

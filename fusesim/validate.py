@@ -243,8 +243,6 @@ def fusion_verdicts(bench_files: Sequence[str | Path], hw: Hardware, rank: str =
     import json
 
     from fusesim.commands.bench import best_rows
-    from fusesim.planner import plan_case
-    from fusesim.sim import simulate
     from fusesim.workload import Chain
 
     out = []
@@ -253,15 +251,25 @@ def fusion_verdicts(bench_files: Sequence[str | Path], hw: Hardware, rank: str =
         cases = data.get("cases", [])
         with generator_switches(data.get("codegen") or FRAGMENT_EPILOGUE):
             for c, best in zip(cases, best_rows(cases), strict=True):
-                chain = Chain.from_dict(c["chain"])
-                sim_us, plans = {}, {}
-                for s in ("unfused", "smem", "dsm"):
-                    picked = plan_case(chain, hw, strategies=(s,), top_k=1, rank=rank).plans.get(s)
-                    if not picked:
-                        continue
-                    sp = picked[0]  # ranked by simulation, its time is known; by the cost model, simulate it
-                    ns = sp.simulated_ns if sp.simulated_ns is not None else simulate(sp.plan, hw).time_ns
-                    sim_us[s] = ns / 1e3
-                    plans[s] = f"{sp.plan.summary()}, {sp.plan.instruction}"
-                out.append(Verdict(c["case"], dict(best["by_strategy_us"]), sim_us, plans))
+                out.append(planner_verdict(c["case"], dict(best["by_strategy_us"]), Chain.from_dict(c["chain"]), hw,
+                                           rank))
     return out
+
+
+def planner_verdict(case: str, measured_us: dict[str, float], chain: Any, hw: Hardware,
+                    rank: str = "simulated") -> Verdict:
+    """One case's Verdict: `measured_us` per strategy against the plan per strategy the planner picks
+    (`plan_case(rank=)`), simulated with the generator switches in effect."""
+    from fusesim.planner import plan_case
+    from fusesim.sim import simulate
+
+    sim_us, plans = {}, {}
+    for s in ("unfused", "smem", "dsm"):
+        picked = plan_case(chain, hw, strategies=(s,), top_k=1, rank=rank).plans.get(s)
+        if not picked:
+            continue
+        sp = picked[0]  # ranked by simulation, its time is known; by the cost model, simulate it
+        ns = sp.simulated_ns if sp.simulated_ns is not None else simulate(sp.plan, hw).time_ns
+        sim_us[s] = ns / 1e3
+        plans[s] = f"{sp.plan.summary()}, {sp.plan.instruction}"
+    return Verdict(case, measured_us, sim_us, plans)

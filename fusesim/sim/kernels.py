@@ -285,8 +285,8 @@ class GemmCohort(Cohort):
         self.dsm_split = self.split > 1 and kernel.cluster_size > 1
         # gemm_wgmma's implicit im2col: gemm0's A rows by cp.async beside the weights' TMA loads
         # (with WGMMA_IM2COL_TMA the A tile is one TMA im2col load: a TMA stage like the others)
-        self.im2col_ldst = (plan.instruction == "wgmma" and kernel.op == "gemm0" and capability.wgmma_im2col(plan.chain)
-                            and not capability.wgmma_im2col_tma(plan.chain))
+        self.im2col_ldst = (plan.instruction == "wgmma" and kernel.op == "gemm0"
+                            and capability.wgmma_im2col_copies(plan.chain))
         # gemm_wgmma.cu.j2 stages a split-K partial in its drained ring and red.adds row pieces where
         # it fits (capability's rule), else every thread red.adds its accumulator fragments
         self.staged_rows = (plan.instruction == "wgmma" and self.ws is not None and not self.dsm_split
@@ -449,8 +449,8 @@ class FusedCohort(Cohort):
         t = plan.tiles
         cl = plan.cluster
         # fused_wgmma's implicit im2col: GEMM0's A rows by cp.async beside the weights' TMA loads
-        self.im2col_ldst = (plan.instruction == "wgmma" and capability.wgmma_im2col(ch)
-                            and not capability.wgmma_im2col_tma(ch))  # TMA im2col: a TMA stage like the others
+        # (with WGMMA_IM2COL_TMA the A tile is one TMA im2col load: a TMA stage like the others)
+        self.im2col_ldst = plan.instruction == "wgmma" and capability.wgmma_im2col_copies(ch)
         self.cl = cl
         self.bm, self.bn, self.bk = t.block_m, t.block_n, t.block_k
         self.bl = t.block_l or ch.l // cl.l

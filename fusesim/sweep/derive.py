@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from fusesim.hardware import CLUSTER_BANDWIDTH_TABLES, CLUSTER_TABLES
+from fusesim.hardware import CLUSTER_BANDWIDTH_TABLES, CLUSTER_TABLES, L2_REDUCTION_RATES
 
 
 def _sizes(max_cluster_size: int) -> list[int]:
@@ -140,11 +140,6 @@ def smem_reserve(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
-# the L2's reduction rates (the simulator's generated-kernel mechanisms), each bounded by l2_bandwidth_gbps
-L2_RATES = ("l2_reduction_bandwidth_gbps", "l2_fragment_reduction_gbps_per_sm", "l2_fragment_reduction_bandwidth_gbps",
-            "l2_row_reduction_gbps_per_sm", "l2_row_reduction_bandwidth_gbps")
-
-
 def l2_rates(raw: dict[str, Any]) -> dict[str, Any]:
     """Cap the L2's reduction rates at a swept L2 bandwidth.
 
@@ -156,7 +151,7 @@ def l2_rates(raw: dict[str, Any]) -> dict[str, Any]:
     l2 = raw.get("l2_bandwidth_gbps")
     if not isinstance(l2, int | float) or isinstance(l2, bool) or l2 <= 0:
         return raw
-    for key in L2_RATES:
+    for key in L2_REDUCTION_RATES:
         v = raw.get(key)
         if isinstance(v, int | float) and not isinstance(v, bool) and v > l2:
             raw[key] = l2

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from fusesim.errors import InputError
-from fusesim.hardware import CLUSTER_TABLES, Hardware, hardware_from_dict
-from fusesim.sweep.derive import L2_RATES, RULES
+from fusesim.hardware import CLUSTER_TABLES, L2_REDUCTION_RATES, Hardware, hardware_from_dict
+from fusesim.sweep.derive import RULES
 from fusesim.workload import Chain, load_workload
 from fusesim.yamlio import get_dotted, parse_scalar, read_mapping, set_dotted
 
@@ -206,7 +206,7 @@ class SweepSpec:
                 field = exc.field.split(".")[0] if exc.field else ""
                 if field in DERIVED_FIELDS and not self.derive:
                     hint = " (add `derive: [cluster_tables, gpc_layout]` to extend DSM tables and GPCs)"
-                elif field in L2_RATES and "l2_rates" not in self.derive:
+                elif field in L2_REDUCTION_RATES and "l2_rates" not in self.derive:
                     hint = " (add `derive: [l2_rates]` to cap the L2 reduction rates at the swept L2 bandwidth)"
                 raise InputError(self.file, exc.field or "vary", f"at grid point {where}: {exc.message}{hint}") \
                     from None

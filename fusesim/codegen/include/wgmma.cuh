@@ -62,7 +62,7 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
 // TMA im2col: `pixels` output pixels (the box's rows, one 128-byte row of channels c..c+63 each) of a
 // k1 x k1 'same' convolution's implicit-GEMM A, for the filter tap (off_w, off_h); (w, h, n) is the first
 // pixel's top-left tap in the image (pixel - pad). The map's bounding box walks the pixels along W, H,
-// N; taps outside the image are zeros (encode_im2col_nhwc).
+// N; taps outside the image are zeros (Im2colMap below).
 __device__ __forceinline__ void tma_load_im2col(void* dst, const CUtensorMap* map, uint64_t* bar, int c, int w, int h,
                                                 int n, uint16_t off_w, uint16_t off_h, uint64_t policy) {
   asm volatile(
