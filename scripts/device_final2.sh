@@ -22,21 +22,22 @@ rc=0
 step() { echo "== $(date -u +%H:%M:%S) $*"; }
 plans_of() { [ "$1" = conv_chains ] && echo results/h200/plans_estage.json || echo "results/h200/plans_final_$1.json"; }
 STEPS=${STEPS:-bench ncu}
+PREFIX=${PREFIX:-final2_paper_}  # the files' names: $PREFIX<workload>[_h100].json
 WORKLOADS=${WORKLOADS:-gemm_chains gated_ffn conv_chains}
 if [[ " $STEPS " == *" bench "* ]]; then
   for wl in $WORKLOADS; do
     step "bench $wl"
     timeout 200 python3 -m fusesim.commands.bench "workloads/paper_$wl.yaml" --hw "$HW" --plans "file:$(plans_of "$wl")" \
-      --top-k 99 --reps 50 --work /tmp/bench_work --out "$DEST/final2_paper_$wl$TAG.json" | tail -13 || rc=1
+      --top-k 99 --reps 50 --work /tmp/bench_work --out "$DEST/$PREFIX$wl$TAG.json" | tail -13 || rc=1
   done
 fi
 if [[ " $STEPS " == *" ncu "* ]]; then
   for wl in $WORKLOADS; do
-    B="$DEST/final2_paper_$wl$TAG.json"
-    [ -f "$B" ] || B="results/h200/final2_paper_$wl$TAG.json"
+    B="$DEST/$PREFIX$wl$TAG.json"
+    [ -f "$B" ] || B="results/h200/$PREFIX$wl$TAG.json"
     step "ncu $wl ($B)"
     [ -f "$B" ] && { timeout 100 python3 -m fusesim.gpu.ncu --all "$B" "/tmp/ncu_$wl.json" | tail -2 \
-      && cp "/tmp/ncu_$wl.json" "$DEST/final2_paper_$wl$TAG.json" || echo "ncu incomplete: $B keeps no counters"; }
+      && cp "/tmp/ncu_$wl.json" "$DEST/$PREFIX$wl$TAG.json" || echo "ncu incomplete: $B keeps no counters"; }
   done
 fi
 step "done rc=$rc"

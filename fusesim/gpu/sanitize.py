@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fusesim import capability
 from fusesim.codegen.handplans import fused, representative_plans, unfused, unfused_wgmma
 from fusesim.gpu.oddshapes import ODD_CHAINS, _ffn
 from fusesim.plan import ClusterShape, Plan
@@ -32,6 +33,7 @@ def family_plans() -> dict[str, Plan]:
     ch = _ffn("san", 96, 1024, 256, 256, "gelu")
     wide = _ffn("san-wide", 96, 1024, 256, 512, "relu")
     g = _ffn("san-gated", 80, 512, 128, 128, gated=True)
+    a_loader = "TMA im2col" if capability.WGMMA_IM2COL_TMA else "cp.async"  # the wgmma templates' im2col A
     conv = Chain("san-conv3x3", "conv_chain", 2 * 9 * 11, 64, 9 * 32, 128, "relu", False, conv=ConvGeom(2, 9, 11, 32, 3))
     return {
         "gemm (unfused, gated, predicated M), cluster 1": unfused(ODD_CHAINS[3], 64, 32, 32),
@@ -59,7 +61,7 @@ def family_plans() -> dict[str, Plan]:
             ch, ClusterShape(2, 4, 2, 8), 64, 64, 64, n_split=1),
         "fused dsm (exchange + 16-block ring), cluster 16": fused(wide, ClusterShape(1, 8, 2, 16), 64, 64, 64,
                                                                   n_split=1),
-        "gemm_wgmma implicit im2col (conv3x3, cp.async A + TMA B on one ring, split-K 3, predicated M), cluster 1":
+        f"gemm_wgmma implicit im2col (conv3x3, {a_loader} A + TMA B on one ring, split-K 3, predicated M), cluster 1":
             representative_plans()["gemm_wgmma_conv3x3_split_predicated"],
         **{f"fused_wgmma ({name[len('fused_wgmma_'):].replace('_', ' ')}), cluster {plan.cluster.size}": plan
            for name, plan in representative_plans().items() if name.startswith("fused_wgmma")},
