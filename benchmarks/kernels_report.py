@@ -34,6 +34,17 @@ PLANS_NOTE = {
     "final2_paper_": "per case: the GEMM chains and gated FFNs with the final run's frozen plans "
                      "(results/h200/plans_final_*.json), the conv chains with the staged-E run's "
                      "(results/h200/plans_estage.json), all built with today's generator; scripts/device_final2.sh",
+    "final3_paper_": "per case: the GEMM chains and gated FFNs with the first final run's frozen plans "
+                     "(results/h200/plans_final_*.json: the planner's top-3 per strategy, the fastest plan per strategy "
+                     "and instruction family of the run before, the four best fused_wgmma hand plans by a rough score, "
+                     "the simulator's three fastest of a wider pool), the conv chains with the staged-E run's "
+                     "(results/h200/plans_estage.json: per strategy the simulator's three fastest wgmma plans and the "
+                     "fastest measured one), every one built with the generator as committed",
+}
+# how each run was taken as a whole (the JSON records one bench command per workload)
+WHOLE_RUN = {
+    "final_paper_": "`scripts/device_final.sh $OUT` with STEPS=\"bench ncu\"",
+    "final3_paper_": "`STEPS=bench PREFIX=final3_paper_ scripts/device_final2.sh $OUT`, then the same with STEPS=ncu",
 }
 
 
@@ -135,6 +146,23 @@ def h100_stream_speedups(path: Path = Path("results/h200/stream_trial_h100.json"
     return geomean(eager), geomean(graphs), len(eager)
 
 
+def h100_one_run_bullet(pattern: str = "final3_paper_{}_h100.json") -> list[str]:
+    """One line on the H100 run of all 26 cases with the generator as committed (benchmarks/h100.md has its table)."""
+    files = [ROOT / "results" / "h200" / pattern.format(wl) for wl in WORKLOADS]
+    if not all(f.exists() for f in files):
+        return []
+    rs, env = rows_of(files, ROOT / "hw_configs" / "h100_sxm.yaml")
+    have = [r for r in rs if r.get("ours")]
+    small = [r for r in have if r["floor"] <= 10.0]
+    return [f"- All 26 cases in one run with every kernel change kept since this run, on an H100 where an H200 was "
+            f"asked for ({env.get('date_utc', '?')[:16]} UTC, results/h200/{pattern.format('*')}, the same plans; "
+            "table in benchmarks/h100.md): "
+            f"{geomean([r['eager'] / r['ours'] for r in have]):.2f}x over eager, "
+            f"{geomean([r['graph'] / r['ours'] for r in have]):.2f}x over graphs (geomean), "
+            f"{sum(1 for r in small if r['ours'] < 8.0)} of {len(small)} small cases under 8 us, plans verified "
+            f"{sum(int(r['verified'].split('/')[0]) for r in rs)}/{sum(int(r['verified'].split('/')[1]) for r in rs)}."]
+
+
 def _range(xs: list[float]) -> str:
     xs = [x for x in xs if x is not None and math.isfinite(x)]
     return f"{min(xs):.2f}-{max(xs):.2f}" if xs else "-"
@@ -144,7 +172,9 @@ def _f(x: Any, fmt: str = "{:.1f}") -> str:
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else fmt.format(x)
 
 
-def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = "final_paper_") -> str:
+def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = "final_paper_",
+           before: list[dict[str, Any]] | None = None) -> str:
+    """kernels.md's summary and per-case table of one run; `before`: the first final run's rows, a column to compare."""
     have = [r for r in rs if r.get("ours")]
     g_eager = geomean([r["eager"] / r["ours"] for r in have if r["eager"]])
     g_graph = geomean([r["graph"] / r["ours"] for r in have if r["graph"]])
@@ -155,6 +185,7 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = "final_p
     t1 = one_element_us()
     h100_eager, h100_graphs, h100_n = h100_stream_speedups()
     bound_eager = geomean([r["eager"] / max(r["floor"], t1) for r in have]) if t1 else None
+    first = prefix == "final_paper_"  # the first final run; a later one is compared with it per case
     lines = [
         "# Generated kernels vs PyTorch on the H200",
         "",
@@ -165,7 +196,7 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = "final_p
         + (f", fusesim {str(env['fusesim_commit'])[:7]}" if env.get("fusesim_commit") else "")
         + (f"; {env['measured_on']}" if env.get("measured_on") else "") + ".",
         f"Command: `{env.get('device_command', env.get('command'))}` (one per workload; the whole run: "
-        "`scripts/device_final.sh $OUT` with STEPS=\"bench ncu\", kernels prebuilt here by scripts/prebuild.py).",
+        f"{WHOLE_RUN.get(prefix, WHOLE_RUN['final_paper_'])}, kernels prebuilt here by scripts/prebuild.py).",
         "",
         "Method: bf16 in/out, fp32 accumulate. Each plan is verified against a float32 PyTorch reference",
         "(fresh random inputs, output poisoned with NaN, rel. Frobenius error < 1e-2) before it is timed.",
@@ -243,18 +274,26 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = "final_p
         "  (results/h200/stream_trial_h100.json). On that H100 the same run's plans per strategy (the H200's",
         f"  picks) gave {h100_eager:.2f}x over eager and {h100_graphs:.2f}x over graphs (geomean, {h100_n} cases;",
         "  benchmarks/h100.md, which also scores the simulator's H100 file on what ran there).",
-        "- Kept (after this run, measured on an H100): the wgmma templates' implicit im2col A by TMA in im2col mode",
-        "  (`capability.WGMMA_IM2COL_TMA`; one load per stage for the stage's filter tap, no producer copies): the 40",
-        "  im2col plans of C5-C8 and the representatives took 0.82-1.01x the time, median 0.925x, all verified",
-        "  (results/h200/im2col_tma_trial_h100.json); C1-C8 rerun with it on that H100: C5 7.62 us, C6 fused 9.41 us",
-        "  (results/h200/tma_im2col_paper_conv_chains_h100.json, benchmarks/h100.md). No H200 was lent for it.",
+        *h100_one_run_bullet(),
+        *(["- Kept (after this run, measured on an H100): the wgmma templates' implicit im2col A by TMA in im2col mode",
+           "  (`capability.WGMMA_IM2COL_TMA`; one load per stage for the stage's filter tap, no producer copies): the 40",
+           "  im2col plans of C5-C8 and the representatives took 0.82-1.01x the time, median 0.925x, all verified",
+           "  (results/h200/im2col_tma_trial_h100.json); C1-C8 rerun with it on that H100: C5 7.62 us, C6 fused 9.41 us",
+           "  (results/h200/tma_im2col_paper_conv_chains_h100.json, benchmarks/h100.md). No H200 was lent for it."]
+          if first else [
+           "- Kept after the first final run, and in this run's kernels (each section under \"Before this run\" below",
+           "  measures one): the wgmma templates' implicit im2col, cp.async first, then A by TMA in im2col mode",
+           "  (`capability.WGMMA_IM2COL_TMA`: the 40 im2col plans of C5-C8 and the representatives 0.82-1.01x the time,",
+           "  median 0.925x, all verified, results/h200/im2col_tma_trial_h100.json on an H100); fused_wgmma's last E",
+           "  sub-tile staged in the drained ring and stored as 16-byte row pieces; the reduce-scatter plans' exit",
+           "  cluster barrier arriving once their slices have landed."]),
         "- Kept: GELU and SiLU in MUFU tanh forms (fusesim/codegen/include/tile.cuh; erff and an IEEE division",
         "  before, which an epilogue thread's 32-128 values wait on): the 13 gelu/silu cases' fastest plans",
         "  took 0.93-0.995x the time at the same verification error (results/h200/act_math_trial.json, another",
         "  run); this run's kernels use them.",
         "- Kept: fused_wgmma's fp32 E partial (the reduce-scatter's SMEM rows) with each row's 32-byte chunks",
         "  XOR-swizzled by row (fused_wgmma.cu.j2 `eswz`): a warp's fragment stores hit the same 8 banks before",
-        "  whenever a slice row was a multiple of 128 B. The 54 reduce-scatter plans of this run, plain rows vs",
+        f"  whenever a slice row was a multiple of 128 B. The 54 reduce-scatter plans of {'this' if first else 'the first final'} run, plain rows vs",
         "  swizzled in one device call (results/h200/ebuf_trial.json): all verified, median 0.975x the time",
         "  (0.91-1.02x; rows of 32, 64, 96 ... floats 0.967x median); G9's fastest plan 12.64 -> 12.16 us. A",
         "  rotation by row instead (results/h200/ebuf_trial_rotate.json) cost a modulo per store and lost up to",
@@ -264,9 +303,11 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = "final_p
         "## Per case",
         "",
         "| case | M x N x K x L | best | plan | ours us | eager us | graphs us | x eager | x graphs "
-        "| TFLOP/s | HBM GB/s | floor us | % floor | unfused / smem / dsm us | verified |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| TFLOP/s | HBM GB/s | floor us | % floor | unfused / smem / dsm us | verified |"
+        + (" first final run: ours us, x eager |" if before else ""),
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|" + ("---|" if before else ""),
     ]
+    was_of = {r["case"]: r for r in before or []}
     for r in rs:
         bs = " / ".join(_f(r["by_strategy"][s]) for s in ("unfused", "smem", "dsm"))
         if not r.get("ours"):
@@ -278,12 +319,32 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = "final_p
             f"{_f(r['ours'])} | "
             f"{_f(r['eager'])} | {_f(r['graph'])} | {_f(r['eager'] / r['ours'], '{:.2f}')} | "
             f"{_f(r['graph'] / r['ours'], '{:.2f}')} | {_f(r['tflops'])} | {_f(r['hbm_gbps'], '{:.0f}')} | "
-            f"{_f(r['floor'], '{:.2f}')} | {_f(100 * r['floor'] / r['ours'], '{:.0f}')} | {bs} | {r['verified']} |")
+            f"{_f(r['floor'], '{:.2f}')} | {_f(100 * r['floor'] / r['ours'], '{:.0f}')} | {bs} | {r['verified']} |"
+            + (f" {_was(was_of.get(r['case'], {}))} |" if before else ""))
     lines += ["", "% floor = floor / ours (100 = at the roofline floor).", ""]
+    if before:
+        have0 = [r for r in before if r.get("ours")]
+        small0 = [r for r in have0 if r["floor"] <= 10.0]
+        lines += [
+            "## Before this run", "",
+            "The first final run (results/h200/final_paper_*.json, `--prefix final_paper_` renders it whole), "
+            "with the kernels of 2026-12-04: geomean "
+            f"**{geomean([r['eager'] / r['ours'] for r in have0 if r['eager']]):.2f}x** PyTorch eager, "
+            f"**{geomean([r['graph'] / r['ours'] for r in have0 if r['graph']]):.2f}x** CUDA graphs (queued); "
+            f"within 1.3x of the floor {sum(1 for r in have0 if r['floor'] > 10.0 and r['ours'] <= 1.3 * r['floor'])}"
+            f" of {sum(1 for r in have0 if r['floor'] > 10.0)}; "
+            f"under 8 us {sum(1 for r in small0 if r['ours'] < 8.0)} of {len(small0)}. "
+            "Later runs timed some cases again with kernels it did not have:", ""]
     return "\n".join(lines)
 
 
-def render_later(final: list[dict[str, Any]], runs: list[tuple[list[dict[str, Any]], dict[str, Any], tuple[str, ...]]]) -> str:
+def _was(b: dict[str, Any]) -> str:
+    """A case's time and speedup over eager in an earlier run, '-' if it had no verified plan."""
+    return f"{_f(b.get('ours'))}, {_f(b['eager'] / b['ours'], '{:.2f}')}" if b.get("ours") else "-"
+
+
+def render_later(final: list[dict[str, Any]], runs: list[tuple[list[dict[str, Any]], dict[str, Any], tuple[str, ...]]],
+                 level: str = "##") -> str:
     """Cases timed again after the final run in other runs (with kernels the final run did not have): each
     run's rows against the run before, and the summary geomeans with those cases taken from the latest run
     that timed them."""
@@ -293,7 +354,7 @@ def render_later(final: list[dict[str, Any]], runs: list[tuple[list[dict[str, An
         if not later:
             continue
         by_case = {r["case"]: r for r in later if r.get("ours")}
-        lines = ["", f"## After the final run: {', '.join(by_case)} {what} (another run)", "",
+        lines = ["", f"{level} After the final run: {', '.join(by_case)} {what} (another run)", "",
                  f"`results/h200/{pattern}` ({env.get('gpu', '?')}, {env.get('date_utc', '?')}, `{script}`): {how}, "
                  "with PyTorch, in one run.", "",
                  "| case | best | plan | ours us | eager us | graphs us | x eager | x graphs | before: ours us, x eager "
@@ -303,7 +364,7 @@ def render_later(final: list[dict[str, Any]], runs: list[tuple[list[dict[str, An
                 continue
             b = current.get(r["case"], {})
             bs = " / ".join(_f(r["by_strategy"][s]) for s in ("unfused", "smem", "dsm"))
-            was = f"{_f(b.get('ours'))}, {_f(b['eager'] / b['ours'], '{:.2f}')}" if b.get("ours") else "-"
+            was = _was(b)
             lines.append(f"| {r['case']} | {r['strategy']} | {r['plan']}, {r['threads']} thr, {r['instruction']} | "
                          f"{_f(r['ours'])} | {_f(r['eager'])} | {_f(r['graph'])} | {_f(r['eager'] / r['ours'], '{:.2f}')} | "
                          f"{_f(r['graph'] / r['ours'], '{:.2f}')} | {was} | {_f(100 * r['floor'] / r['ours'], '{:.0f}')} | "
@@ -348,7 +409,12 @@ def main(argv: list[str] | None = None) -> int:
     for spec in LATER:
         later_files = sorted(Path(args.results).glob(spec[0]))
         runs.append((*(rows_of(later_files, Path(args.hw)) if later_files else ([], {})), spec))
-    Path(args.out).write_text(render(rs, env, args.prefix) + render_later(rs, runs))
+    if args.prefix == "final_paper_":
+        text = render(rs, env, args.prefix) + render_later(rs, runs)
+    else:  # a later full run: the first final run and the runs after it become its history
+        first, _env = rows(Path(args.results), Path(args.hw), "final_paper_")
+        text = render(rs, env, args.prefix, first) + render_later(first, runs, "###")
+    Path(args.out).write_text(text)
     print(f"wrote {args.out}")
     return 0
 
