@@ -15,6 +15,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from fusesim.workload import Chain, ConvGeom
 
 TOOLS = ("memcheck", "racecheck", "synccheck")
 PARALLEL = 8  # sanitizer processes at once (each instruments one small launch)
+JOB_TIMEOUT_S = 400.0  # one check's limit; a slower one is killed and recorded (rc -9), the rest go on
 
 
 def family_plans() -> dict[str, Plan]:
@@ -105,22 +107,34 @@ def main(argv: list[str] | None = None) -> int:
             cmd = [exe, "--tool", tool, "--kernel-name", "kns=fs_", "--error-exitcode", "9",
                    sys.executable, "-m", "fusesim.gpu.ncu", so, str(spec)]
             jobs.append((name, tool, cmd, log))
-    for start in range(0, len(jobs), PARALLEL):
-        batch = [(name, tool, subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT), log)
-                 for name, tool, cmd, log in jobs[start:start + PARALLEL]]
-        rows += [_finish(name, tool, proc, log, plans[name]) for name, tool, proc, log in batch]
-        # after every batch, so that a run cut short keeps what it checked
+    pending = list(jobs)
+    running: list[tuple[str, str, Any, Path, float]] = []
+    while pending or running:
+        while pending and len(running) < PARALLEL:
+            name, tool, cmd, log = pending.pop(0)
+            running.append((name, tool, subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT), log,
+                            time.monotonic()))
+        done = [job for job in running if job[2].poll() is not None or time.monotonic() - job[4] > JOB_TIMEOUT_S]
+        if not done:
+            time.sleep(0.5)
+            continue
+        for job in done:
+            running.remove(job)
+            name, tool, proc, log, _t0 = job
+            rows.append(_finish(name, tool, proc, log, plans[name]))
+        # after every finished check, so that a run cut short (or one slow check) keeps what was checked
         Path(args.out).write_text(json.dumps({"what": "compute-sanitizer on one kernel per template family and "
                                                       "cluster size", "tools": list(tools), "rows": rows}, indent=1))
     return 0 if rows and all(r["rc"] == 0 for r in rows) else 1
 
 
 def _finish(name: str, tool: str, proc: Any, log: Path, plan: Plan) -> dict[str, Any]:
-    try:
-        rc = proc.wait(timeout=400)
-    except subprocess.TimeoutExpired:
+    """One check's row; a check still running (past JOB_TIMEOUT_S) is killed and recorded with rc -9."""
+    killed = proc.poll() is None
+    if killed:
         proc.kill()
-        rc = -9
+        proc.wait()
+    rc = -9 if killed else proc.returncode
     text = log.read_text(errors="replace")
     summary = [ln.strip() for ln in text.splitlines() if "SUMMARY" in ln or "Error" in ln][-6:]
     print(f"{tool:9s} rc={rc:3d} {name}: {' | '.join(summary)[:160]}", flush=True)
