@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kernels_report import WORKLOADS, geomean, h100_stream_speedups, rows_of  # noqa: E402
+from kernels_report import H100_ONE_RUN, WORKLOADS, h100_stream_speedups, rows_of, run_stats  # noqa: E402
 
 from fusesim.calibrate.carry import MECHANISMS  # noqa: E402
 from fusesim.capability import FRAGMENT_EPILOGUE, codegen_switches, generator_switches  # noqa: E402
@@ -54,7 +54,7 @@ BENCH_SETS = {
 TMA_RUN = "results/h200/tma_im2col_paper_conv_chains_h100.json"  # scripts/device_tma_im2col_bench.sh on an H100
 BENCH_SETS["conv chains C1-C8, the staged-E run's plans with the implicit im2col by TMA (WGMMA_IM2COL_TMA on)"] = TMA_RUN
 # all 26 cases in one run with the generator as of 2026-12-06 (STEPS=bench PREFIX=final3_paper_ scripts/device_final2.sh)
-ONE_RUN = "results/h200/final3_paper_*_h100.json"
+ONE_RUN = H100_ONE_RUN.format("*")
 BENCH_SETS["all 26 cases in one run, the final plans (conv: the staged-E run's) with the generator of 2026-12-06"] = ONE_RUN
 STREAM_LABEL = "each strategy's fastest final-run plan, all 26 cases (the stream trial's default stream)"
 MCAST_LABEL = "unfused gemm_wgmma plans, the multicast trial's control"
@@ -241,13 +241,9 @@ def main() -> int:
 def one_run_section() -> list[str]:
     """benchmarks/kernels.md's per-case table for the one H100 run of all 26 cases (the floor at the H100 file's
     datasheet HBM rate and peak)."""
-    files = [ROOT / ONE_RUN.replace("*", wl) for wl in WORKLOADS]
-    rs, env = rows_of(files, ROOT / H100)
+    rs, env = rows_of([ROOT / H100_ONE_RUN.format(wl) for wl in WORKLOADS], ROOT / H100)
     have = [r for r in rs if r.get("ours")]
-    big = [r for r in have if r["floor"] > 10.0]
-    small = [r for r in have if r["floor"] <= 10.0]
-    n_ok = sum(int(r["verified"].split("/")[0]) for r in rs)
-    n_run = sum(int(r["verified"].split("/")[1]) for r in rs)
+    st = run_stats(rs)
     lines = ["", "## All 26 cases in one run on the H100", "",
              f"`{ONE_RUN}` ({env.get('gpu')}, {env.get('date_utc')}; `STEPS=bench PREFIX=final3_paper_ "
              "scripts/device_final2.sh $OUT`, asked for an H200): the GEMM chains and gated FFNs with the final run's "
@@ -255,12 +251,11 @@ def one_run_section() -> list[str]:
              "(MUFU activations, swizzled E partial, staged E, early exit arrive, implicit im2col by TMA), verified "
              "and timed next to PyTorch as in benchmarks/kernels.md. Floor = max(FLOPs / peak, min bytes / "
              f"{load_hardware(ROOT / H100).hbm_bandwidth_gbps:.0f} GB/s) on `{H100}`.", "",
-             f"- Geomean speedup over PyTorch eager **{geomean([r['eager'] / r['ours'] for r in have]):.2f}x**, over "
-             f"CUDA graphs **{geomean([r['graph'] / r['ours'] for r in have]):.2f}x** (queued; the H200 targets: "
-             "3.1x and 2.5x).",
-             f"- Floor above 10 us: within 1.3x of it {sum(1 for r in big if r['ours'] <= 1.3 * r['floor'])} of "
-             f"{len(big)}; other cases under 8 us: {sum(1 for r in small if r['ours'] < 8.0)} of {len(small)}.",
-             f"- Plans verified: {n_ok}/{n_run}; best strategy per case: " + ", ".join(
+             f"- Geomean speedup over PyTorch eager **{st['eager_x']:.2f}x**, over CUDA graphs "
+             f"**{st['graphs_x']:.2f}x** (queued; the H200 targets: 3.1x and 2.5x).",
+             f"- Floor above 10 us: within 1.3x of it {st['big_near']} of {st['big']}; other cases under 8 us: "
+             f"{st['small_fast']} of {st['small']}.",
+             f"- Plans verified: {st['verified']}/{st['timed']}; best strategy per case: " + ", ".join(
                  f"{s} {sum(1 for r in have if r['strategy'] == s)}" for s in ("unfused", "smem", "dsm")) + ".", "",
              "| case | best | plan | ours us | eager us | graphs us | x eager | x graphs | floor us | % floor | "
              "unfused / smem / dsm us | verified |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]

@@ -146,21 +146,35 @@ def h100_stream_speedups(path: Path = Path("results/h200/stream_trial_h100.json"
     return geomean(eager), geomean(graphs), len(eager)
 
 
-def h100_one_run_bullet(pattern: str = "final3_paper_{}_h100.json") -> list[str]:
+# the H100 run of all 26 cases with the generator of 2026-12-06 (benchmarks/h100.md has its table)
+H100_ONE_RUN = "results/h200/final3_paper_{}_h100.json"
+
+
+def run_stats(rs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A run's headline numbers against #5's targets: geomean speedups (queued), floor and 8 us counts, verified plans."""
+    have = [r for r in rs if r.get("ours")]
+    big = [r for r in have if r["floor"] > 10.0]
+    small = [r for r in have if r["floor"] <= 10.0]
+    return {"eager_x": geomean([r["eager"] / r["ours"] for r in have if r["eager"]]),
+            "graphs_x": geomean([r["graph"] / r["ours"] for r in have if r["graph"]]),
+            "big": len(big), "big_near": sum(1 for r in big if r["ours"] <= 1.3 * r["floor"]),
+            "small": len(small), "small_fast": sum(1 for r in small if r["ours"] < 8.0),
+            "verified": sum(int(r["verified"].split("/")[0]) for r in rs),
+            "timed": sum(int(r["verified"].split("/")[1]) for r in rs)}
+
+
+def h100_one_run_bullet() -> list[str]:
     """One line on the H100 run of all 26 cases with the generator as committed (benchmarks/h100.md has its table)."""
-    files = [ROOT / "results" / "h200" / pattern.format(wl) for wl in WORKLOADS]
+    files = [ROOT / H100_ONE_RUN.format(wl) for wl in WORKLOADS]
     if not all(f.exists() for f in files):
         return []
     rs, env = rows_of(files, ROOT / "hw_configs" / "h100_sxm.yaml")
-    have = [r for r in rs if r.get("ours")]
-    small = [r for r in have if r["floor"] <= 10.0]
+    st = run_stats(rs)
     return [f"- All 26 cases in one run with every kernel change kept since this run, on an H100 where an H200 was "
-            f"asked for ({env.get('date_utc', '?')[:16]} UTC, results/h200/{pattern.format('*')}, the same plans; "
+            f"asked for ({env.get('date_utc', '?')[:16]} UTC, {H100_ONE_RUN.format('*')}, the same plans; "
             "table in benchmarks/h100.md): "
-            f"{geomean([r['eager'] / r['ours'] for r in have]):.2f}x over eager, "
-            f"{geomean([r['graph'] / r['ours'] for r in have]):.2f}x over graphs (geomean), "
-            f"{sum(1 for r in small if r['ours'] < 8.0)} of {len(small)} small cases under 8 us, plans verified "
-            f"{sum(int(r['verified'].split('/')[0]) for r in rs)}/{sum(int(r['verified'].split('/')[1]) for r in rs)}."]
+            f"{st['eager_x']:.2f}x over eager, {st['graphs_x']:.2f}x over graphs (geomean), "
+            f"{st['small_fast']} of {st['small']} small cases under 8 us, plans verified {st['verified']}/{st['timed']}."]
 
 
 def _range(xs: list[float]) -> str:
@@ -185,7 +199,7 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = "final_p
     t1 = one_element_us()
     h100_eager, h100_graphs, h100_n = h100_stream_speedups()
     bound_eager = geomean([r["eager"] / max(r["floor"], t1) for r in have]) if t1 else None
-    first = prefix == "final_paper_"  # the first final run; a later one is compared with it per case
+    first = before is None  # the first final run; a later one is compared with it per case
     lines = [
         "# Generated kernels vs PyTorch on the H200",
         "",
@@ -323,17 +337,13 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = "final_p
             + (f" {_was(was_of.get(r['case'], {}))} |" if before else ""))
     lines += ["", "% floor = floor / ours (100 = at the roofline floor).", ""]
     if before:
-        have0 = [r for r in before if r.get("ours")]
-        small0 = [r for r in have0 if r["floor"] <= 10.0]
+        st = run_stats(before)
         lines += [
             "## Before this run", "",
             "The first final run (results/h200/final_paper_*.json, `--prefix final_paper_` renders it whole), "
-            "with the kernels of 2026-12-04: geomean "
-            f"**{geomean([r['eager'] / r['ours'] for r in have0 if r['eager']]):.2f}x** PyTorch eager, "
-            f"**{geomean([r['graph'] / r['ours'] for r in have0 if r['graph']]):.2f}x** CUDA graphs (queued); "
-            f"within 1.3x of the floor {sum(1 for r in have0 if r['floor'] > 10.0 and r['ours'] <= 1.3 * r['floor'])}"
-            f" of {sum(1 for r in have0 if r['floor'] > 10.0)}; "
-            f"under 8 us {sum(1 for r in small0 if r['ours'] < 8.0)} of {len(small0)}. "
+            f"with the kernels of 2026-12-04: geomean **{st['eager_x']:.2f}x** PyTorch eager, "
+            f"**{st['graphs_x']:.2f}x** CUDA graphs (queued); within 1.3x of the floor {st['big_near']} of {st['big']}; "
+            f"under 8 us {st['small_fast']} of {st['small']}. "
             "Later runs timed some cases again with kernels it did not have:", ""]
     return "\n".join(lines)
 
