@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fusesim.capability import can_build
+from fusesim.capability import can_build, fused_wgmma_layout
 from fusesim.codegen import generate
 from fusesim.gpu.ncu import METRICS, SMEM_METRICS, SMEM_OPS, _summed, smem_compact, smem_table, so_kernel_stem
 from fusesim.gpu.sanitize import TOOLS, family_plans
@@ -21,6 +21,9 @@ def test_sanitizer_covers_every_family_and_cluster_size() -> None:
     assert any(b > t for b, t in zip(blocks, tiles, strict=True))  # split-K runs under the sanitizer
     forms = {s.primitive for p in plans.values() for s in p.dsm_comm}
     assert forms == {"dsm_all_exchange", "dsm_shuffle", "dsm_reduce_scatter", "inter_cluster_reduce"}
+    # the reduce-scatter whose receive slots live in the drained ring (racecheck-sized: one cluster)
+    aliased = [p for p in wg if p.strategy != "unfused" and fused_wgmma_layout(p).receive_aliased]
+    assert len(aliased) == 1 and aliased[0].kernels[0].grid_blocks == aliased[0].cluster.size == 8
     assert set(TOOLS) == {"memcheck", "racecheck", "synccheck"}
 
 
