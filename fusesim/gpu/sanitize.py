@@ -127,8 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     while pending or running:
         while pending and len(running) < PARALLEL:
             name, tool, cmd, log = pending.pop(0)
-            running.append((name, tool, subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT), log,
-                            time.monotonic()))
+            with log.open("w") as out:  # the child keeps its own copy of the descriptor
+                proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+            running.append((name, tool, proc, log, time.monotonic()))
         done = [job for job in running if job[2].poll() is not None or time.monotonic() - job[4] > args.job_timeout_s]
         if not done:
             time.sleep(0.5)
