@@ -21,7 +21,7 @@ def test_sanitizer_covers_every_family_and_cluster_size() -> None:
     assert any(b > t for b, t in zip(blocks, tiles, strict=True))  # split-K runs under the sanitizer
     forms = {s.primitive for p in plans.values() for s in p.dsm_comm}
     assert forms == {"dsm_all_exchange", "dsm_shuffle", "dsm_reduce_scatter", "inter_cluster_reduce"}
-    # the reduce-scatter whose receive slots live in the drained ring (racecheck-sized: one cluster)
+    # the reduce-scatter whose receive slots live in the drained ring, on one cluster
     aliased = [p for p in wg if p.strategy != "unfused" and fused_wgmma_layout(p).receive_aliased]
     assert len(aliased) == 1 and aliased[0].kernels[0].grid_blocks == aliased[0].cluster.size == 8
     assert set(TOOLS) == {"memcheck", "racecheck", "synccheck"}
