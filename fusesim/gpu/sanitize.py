@@ -11,6 +11,7 @@ kernels are instrumented. The JSON keeps each tool's summary lines and exit stat
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fusesim import capability
-from fusesim.codegen.handplans import _chain, fused, representative_plans, unfused, unfused_wgmma
+from fusesim.codegen.handplans import fused, representative_plans, unfused, unfused_wgmma
 from fusesim.gpu.oddshapes import ODD_CHAINS, _ffn
 from fusesim.plan import ClusterShape, Plan
 from fusesim.workload import Chain, ConvGeom
@@ -39,10 +40,9 @@ def one_cluster(name: str, plan: Plan) -> Plan:
     racecheck, undecided; the racecheck has never finished on this family."""
     if name != "fused_wgmma_reduce_receive_aliased":
         return plan
-    c = plan.chain
-    return fused(_chain(c.case_id, plan.tiles.block_m, plan.cluster.n * plan.tiles.block_n, 2 * plan.cluster.k * 64,
-                        c.l, c.activation), plan.cluster, plan.tiles.block_m, plan.tiles.block_n, 64, n_split=1,
-                 stages=plan.stages, instruction="wgmma")
+    t, c = plan.tiles, plan.cluster
+    chain = dataclasses.replace(plan.chain, m=t.block_m, n=c.n * t.block_n, k=2 * c.k * t.block_k)
+    return fused(chain, c, t.block_m, t.block_n, t.block_k, n_split=1, stages=plan.stages, instruction="wgmma")
 
 
 def family_plans() -> dict[str, Plan]:
@@ -157,8 +157,7 @@ def _finish(name: str, tool: str, proc: Any, log: Path, plan: Plan, seconds: flo
     summary = [ln.strip() for ln in text.splitlines() if "SUMMARY" in ln or "Error" in ln][-6:]
     print(f"{tool:9s} rc={rc:3d} {seconds:6.1f} s {name}: {' | '.join(summary)[:150]}", flush=True)
     return {"family": name, "tool": tool, "rc": rc, "seconds": round(seconds, 1), "summary": summary,
-            "plan": plan.summary(),
-            "case": plan.case_id, "cluster_size": max([plan.cluster.size, *(k.cluster_size for k in plan.kernels)])}
+            "plan": plan.summary(), "case": plan.case_id, "cluster_size": max([plan.cluster.size, *(k.cluster_size for k in plan.kernels)])}
 
 
 if __name__ == "__main__":
