@@ -1,10 +1,12 @@
 """Generate benchmarks/kernels.md from the committed H200 bench JSON of one run.
 
-    python3 benchmarks/kernels_report.py [--prefix final_paper_] [--hw hw_configs/h200.yaml]
+    python3 benchmarks/kernels_report.py [--prefix PREFIX] [--hw hw_configs/h200.yaml]
                                          [--out benchmarks/kernels.md]
 
 `--prefix` picks the run: results/h200/<prefix>{gemm_chains,gated_ffn,conv_chains}.json
-(`final_paper_`: scripts/device_final.sh, the default; `bench_paper_`: the 440-plan hand run).
+(`final_paper_`: scripts/device_final.sh; `final3_paper_`: the whole run with today's generator,
+scripts/device_final2.sh, the default once its three H200 files are committed; `bench_paper_`: the
+440-plan hand run).
 
 Every number in the output comes from those files (measured on the GPU named in them); the only
 computed quantities are ratios, FLOP/s and bytes over the measured times, and the roofline floor
@@ -407,13 +409,21 @@ def recheck_rows(name: str) -> dict[str, dict[str, Any]]:
     return {r["case"]: r for r in rows_of([path], ROOT / "hw_configs" / "h200.yaml")[0]} if path.exists() else {}
 
 
+def default_prefix(results: Path) -> str:
+    """The whole run with today's generator once its three H200 files are committed (an H100's end in
+    _h100 and do not count), else the first final run."""
+    later = all((results / f"final3_paper_{wl}.json").exists() for wl in WORKLOADS)
+    return "final3_paper_" if later else "final_paper_"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--results", default=str(ROOT / "results" / "h200"))
     p.add_argument("--hw", default=str(ROOT / "hw_configs" / "h200.yaml"))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "kernels.md"))
-    p.add_argument("--prefix", default="final_paper_")
+    p.add_argument("--prefix", default=None, help="default: final3_paper_ once its H200 files exist, else final_paper_")
     args = p.parse_args(argv)
+    args.prefix = args.prefix or default_prefix(Path(args.results))
     rs, env = rows(Path(args.results), Path(args.hw), args.prefix)
     runs = []
     for spec in LATER:

@@ -26,6 +26,18 @@ def test_kernels_md_is_up_to_date(tmp_path):
     assert out.read_text() == (ROOT / "benchmarks" / "kernels.md").read_text()
 
 
+def test_the_report_defaults_to_the_later_whole_run_once_its_h200_files_exist(tmp_path):
+    mod = _report_module()
+    for wl in mod.WORKLOADS:
+        (tmp_path / f"final3_paper_{wl}_h100.json").write_text("{}")
+    assert mod.default_prefix(tmp_path) == "final_paper_"  # an H100's run does not replace the H200's
+    for wl in mod.WORKLOADS[:2]:
+        (tmp_path / f"final3_paper_{wl}.json").write_text("{}")
+    assert mod.default_prefix(tmp_path) == "final_paper_"  # nor does part of a run
+    (tmp_path / f"final3_paper_{mod.WORKLOADS[2]}.json").write_text("{}")
+    assert mod.default_prefix(tmp_path) == "final3_paper_"
+
+
 def test_best_rows_picks_the_fastest_verified_plan():
     from fusesim.commands.bench import best_rows
 
