@@ -43,10 +43,12 @@ PLANS_NOTE = {
                      "(results/h200/plans_estage.json: per strategy the simulator's three fastest wgmma plans and the "
                      "fastest measured one), every one built with the generator as committed",
 }
+FIRST_RUN = "final_paper_"  # the first final run, 2026-12-04 (scripts/device_final.sh)
+LATER_RUN = "final3_paper_"  # all 26 cases again with today's generator (scripts/device_final2.sh)
 # how each run was taken as a whole (the JSON records one bench command per workload)
 WHOLE_RUN = {
-    "final_paper_": "`scripts/device_final.sh $OUT` with STEPS=\"bench ncu\"",
-    "final3_paper_": "`STEPS=bench PREFIX=final3_paper_ scripts/device_final2.sh $OUT`, then the same with STEPS=ncu",
+    FIRST_RUN: "`scripts/device_final.sh $OUT` with STEPS=\"bench ncu\"",
+    LATER_RUN: f"`STEPS=bench PREFIX={LATER_RUN} scripts/device_final2.sh $OUT`, then the same with STEPS=ncu",
 }
 
 
@@ -84,7 +86,7 @@ def _best(plans: list[dict[str, Any]], strategy: str | None = None) -> dict[str,
     return min(ok, key=lambda r: r["time"]["queued_median_us"]) if ok else None
 
 
-def rows(results: Path, hw_path: Path, prefix: str = "final_paper_") -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def rows(results: Path, hw_path: Path, prefix: str = FIRST_RUN) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return rows_of([results / f"{prefix}{wl}.json" for wl in WORKLOADS], hw_path)
 
 
@@ -149,11 +151,12 @@ def h100_stream_speedups(path: Path = Path("results/h200/stream_trial_h100.json"
 
 
 # the H100 run of all 26 cases with the generator of 2026-12-06 (benchmarks/h100.md has its table)
-H100_ONE_RUN = "results/h200/final3_paper_{}_h100.json"
+H100_ONE_RUN = f"results/h200/{LATER_RUN}{{}}_h100.json"
 
 
 def run_stats(rs: list[dict[str, Any]]) -> dict[str, Any]:
-    """A run's headline numbers against #5's targets: geomean speedups (queued), floor and 8 us counts, verified plans."""
+    """A run's headline numbers against #5's targets: geomean speedups (queued), floor and 8 us counts, verified
+    plans, best strategy per case."""
     have = [r for r in rs if r.get("ours")]
     big = [r for r in have if r["floor"] > 10.0]
     small = [r for r in have if r["floor"] <= 10.0]
@@ -162,7 +165,8 @@ def run_stats(rs: list[dict[str, Any]]) -> dict[str, Any]:
             "big": len(big), "big_near": sum(1 for r in big if r["ours"] <= 1.3 * r["floor"]),
             "small": len(small), "small_fast": sum(1 for r in small if r["ours"] < 8.0),
             "verified": sum(int(r["verified"].split("/")[0]) for r in rs),
-            "timed": sum(int(r["verified"].split("/")[1]) for r in rs)}
+            "timed": sum(int(r["verified"].split("/")[1]) for r in rs),
+            "strategies": ", ".join(f"{s} {sum(1 for r in have if r['strategy'] == s)}" for s in ("unfused", "smem", "dsm"))}
 
 
 def h100_one_run_bullet() -> list[str]:
@@ -188,12 +192,11 @@ def _f(x: Any, fmt: str = "{:.1f}") -> str:
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else fmt.format(x)
 
 
-def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = "final_paper_",
+def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = FIRST_RUN,
            before: list[dict[str, Any]] | None = None) -> str:
     """kernels.md's summary and per-case table of one run; `before`: the first final run's rows, a column to compare."""
     have = [r for r in rs if r.get("ours")]
-    g_eager = geomean([r["eager"] / r["ours"] for r in have if r["eager"]])
-    g_graph = geomean([r["graph"] / r["ours"] for r in have if r["graph"]])
+    st = run_stats(rs)
     g_eager_s = geomean([r["eager_sync"] / r["ours_sync"] for r in have if r["eager_sync"]])
     g_graph_s = geomean([r["graph_sync"] / r["ours_sync"] for r in have if r["graph_sync"]])
     big = [r for r in have if r["floor"] > 10.0]
@@ -212,7 +215,7 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = "final_p
         + (f", fusesim {str(env['fusesim_commit'])[:7]}" if env.get("fusesim_commit") else "")
         + (f"; {env['measured_on']}" if env.get("measured_on") else "") + ".",
         f"Command: `{env.get('device_command', env.get('command'))}` (one per workload; the whole run: "
-        f"{WHOLE_RUN.get(prefix, WHOLE_RUN['final_paper_'])}, kernels prebuilt here by scripts/prebuild.py).",
+        f"{WHOLE_RUN.get(prefix, WHOLE_RUN[FIRST_RUN])}, kernels prebuilt here by scripts/prebuild.py).",
         "",
         "Method: bf16 in/out, fp32 accumulate. Each plan is verified against a float32 PyTorch reference",
         "(fresh random inputs, output poisoned with NaN, rel. Frobenius error < 1e-2) before it is timed.",
@@ -228,20 +231,18 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = "final_p
         "",
         "## Summary",
         "",
-        f"- Geomean speedup over PyTorch eager: **{g_eager:.2f}x** (queued), {g_eager_s:.2f}x (sync). Target 3.1x.",
-        f"- Geomean speedup over PyTorch + CUDA graphs: **{g_graph:.2f}x** (queued), {g_graph_s:.2f}x (sync). "
+        f"- Geomean speedup over PyTorch eager: **{st['eager_x']:.2f}x** (queued), {g_eager_s:.2f}x (sync). Target 3.1x.",
+        f"- Geomean speedup over PyTorch + CUDA graphs: **{st['graphs_x']:.2f}x** (queued), {g_graph_s:.2f}x (sync). "
         "Target 2.5x.",
-        f"- Cases with an HBM floor above 10 us: {len(big)}; within 1.3x of the floor: "
-        f"{sum(1 for r in big if r['ours'] <= 1.3 * r['floor'])}.",
-        f"- Other cases: {len(small)}; under 8 us: {sum(1 for r in small if r['ours'] < 8.0)}.",
+        f"- Cases with an HBM floor above 10 us: {st['big']}; within 1.3x of the floor: {st['big_near']}.",
+        f"- Other cases: {st['small']}; under 8 us: {st['small_fast']}.",
         *([f"- A bound on the targets: were every case as fast as max(its floor, {t1:.2f} us) -- {t1:.2f} us being the "
            "fastest one-element kernel after the flush on this H200 (results/h200/probe_small_and_dsm.json) -- "
            f"the geomeans would be {bound_eager:.2f}x over eager and "
            f"{geomean([r['graph'] / max(r['floor'], t1) for r in have]):.2f}x over graphs; the 3.1x target leaves "
            f"{bound_eager / 3.1 - 1:.0%} of slack on that bound "
            "(geometric mean over the cases)."] if t1 else []),
-        f"- Cases with a verified kernel: {len(have)}/{len(rs)}; plans verified: "
-        f"{sum(int(r['verified'].split('/')[0]) for r in rs)}/{sum(int(r['verified'].split('/')[1]) for r in rs)}.",
+        f"- Cases with a verified kernel: {len(have)}/{len(rs)}; plans verified: {st['verified']}/{st['timed']}.",
         f"- Weight-streaming cases (floor > 10 us: {', '.join(r['case'] for r in big)}): ours / graphs "
         f"{_range([r['graph'] / r['ours'] for r in big])}x, {_range([100 * r['floor'] / r['ours'] for r in big])}% "
         "of the floor; best kernels by instruction: " + ", ".join(
@@ -252,8 +253,7 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = "final_p
         " (results/h200/probe_small_and_dsm.json); a generated fused kernel of the tiniest chains is active"
         " on its SMs for about half of its ~8.5 us (results/h200/ncu_small_cases.txt): dependent load round"
         " trips on a cold L2 and the inter-cluster reduction, not FLOPs or bytes, decide these.",
-        "- Best strategy per case: " + ", ".join(
-            f"{s} {sum(1 for r in have if r['strategy'] == s)}" for s in ("unfused", "smem", "dsm")) + ".",
+        f"- Best strategy per case: {st['strategies']}.",
         "- Tried and measured slower (kept off): an L2 bulk prefetch of the first chunk's B and D at kernel",
         "  start (results/h200/prefetch_trial_*.json: the same 150 plans 5.8% slower, median); gemm0 of",
         "  gemm_wgmma prefetching gemm1's weights into L2 once its last weight tile is issued",
@@ -342,7 +342,7 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = "final_p
         st = run_stats(before)
         lines += [
             "## Before this run", "",
-            "The first final run (results/h200/final_paper_*.json, `--prefix final_paper_` renders it whole), "
+            f"The first final run (results/h200/{FIRST_RUN}*.json, `--prefix {FIRST_RUN}` renders it whole), "
             f"with the kernels of 2026-12-04: geomean **{st['eager_x']:.2f}x** PyTorch eager, "
             f"**{st['graphs_x']:.2f}x** CUDA graphs (queued); within 1.3x of the floor {st['big_near']} of {st['big']}; "
             f"under 8 us {st['small_fast']} of {st['small']}. "
@@ -383,22 +383,22 @@ def render_later(final: list[dict[str, Any]], runs: list[tuple[list[dict[str, An
                          f"{bs} | {r['verified']} |")
         current.update(by_case)
         mixed = [current[r["case"]] for r in final if current[r["case"]].get("ours")]
-        small = [r for r in mixed if r["floor"] <= 10.0]
+        st = run_stats(mixed)
         other_gpu = "" if "H200" in str(env.get("gpu", "")) else f", this one on an {env.get('gpu', '?')}"
         lines += ["", f"With these cases from this run and the rest as above (several runs{other_gpu}; the targets ask for "
                   "one on the H200): "
-                  f"geomean **{geomean([r['eager'] / r['ours'] for r in mixed if r['eager']]):.2f}x** PyTorch eager, "
-                  f"**{geomean([r['graph'] / r['ours'] for r in mixed if r['graph']]):.2f}x** CUDA graphs (queued); "
-                  f"cases with an HBM floor under 10 us: {sum(1 for r in small if r['ours'] < 8.0)} of {len(small)} under 8 us.", ""]
+                  f"geomean **{st['eager_x']:.2f}x** PyTorch eager, **{st['graphs_x']:.2f}x** CUDA graphs (queued); "
+                  f"cases with an HBM floor under 10 us: {st['small_fast']} of {st['small']} under 8 us.", ""]
         if recheck and (again := recheck_rows(recheck[0])):
             fixed = [{**r, "eager": again[r["case"]]["eager"], "graph": again[r["case"]]["graph"]}
                      if r["case"] in again else r for r in mixed]
+            st_fixed = run_stats(fixed)
             odd = ", ".join(f"{c} eager {_f(by_case[c]['eager'])} us here, {_f(a['eager'])} in the recheck"
                             for c, a in again.items() if c in by_case and by_case[c]["eager"] > 2 * a["eager"])
             lines += [f"PyTorch's times of {', '.join(again)} were measured again on the same machine minutes later "
                       f"(`results/h200/{recheck[0]}`){': ' + odd if odd else ''}. With the recheck's PyTorch times "
-                      f"for those cases: geomean **{geomean([r['eager'] / r['ours'] for r in fixed if r['eager']]):.2f}x** "
-                      f"eager, **{geomean([r['graph'] / r['ours'] for r in fixed if r['graph']]):.2f}x** graphs.", ""]
+                      f"for those cases: geomean **{st_fixed['eager_x']:.2f}x** "
+                      f"eager, **{st_fixed['graphs_x']:.2f}x** graphs.", ""]
         out += lines
     return "\n".join(out)
 
@@ -412,8 +412,8 @@ def recheck_rows(name: str) -> dict[str, dict[str, Any]]:
 def default_prefix(results: Path) -> str:
     """The whole run with today's generator once its three H200 files are committed (an H100's end in
     _h100 and do not count), else the first final run."""
-    later = all((results / f"final3_paper_{wl}.json").exists() for wl in WORKLOADS)
-    return "final3_paper_" if later else "final_paper_"
+    later = all((results / f"{LATER_RUN}{wl}.json").exists() for wl in WORKLOADS)
+    return LATER_RUN if later else FIRST_RUN
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -421,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", default=str(ROOT / "results" / "h200"))
     p.add_argument("--hw", default=str(ROOT / "hw_configs" / "h200.yaml"))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "kernels.md"))
-    p.add_argument("--prefix", default=None, help="default: final3_paper_ once its H200 files exist, else final_paper_")
+    p.add_argument("--prefix", default=None, help=f"default: {LATER_RUN} once its H200 files exist, else {FIRST_RUN}")
     args = p.parse_args(argv)
     args.prefix = args.prefix or default_prefix(Path(args.results))
     rs, env = rows(Path(args.results), Path(args.hw), args.prefix)
@@ -429,10 +429,10 @@ def main(argv: list[str] | None = None) -> int:
     for spec in LATER:
         later_files = sorted(Path(args.results).glob(spec[0]))
         runs.append((*(rows_of(later_files, Path(args.hw)) if later_files else ([], {})), spec))
-    if args.prefix == "final_paper_":
+    if args.prefix == FIRST_RUN:
         text = render(rs, env, args.prefix) + render_later(rs, runs)
     else:  # a later full run: the first final run and the runs after it become its history
-        first, _env = rows(Path(args.results), Path(args.hw), "final_paper_")
+        first, _env = rows(Path(args.results), Path(args.hw), FIRST_RUN)
         text = render(rs, env, args.prefix, first) + render_later(first, runs, "###")
     Path(args.out).write_text(text)
     print(f"wrote {args.out}")

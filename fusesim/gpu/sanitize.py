@@ -33,8 +33,9 @@ JOB_TIMEOUT_S = 400.0  # one check's limit; a slower one is killed and recorded 
 
 def one_cluster(name: str, plan: Plan) -> Plan:
     """The aliased reduce-scatter family on one cluster: same tiles, cluster 8, ring and SMEM layout
-    (the same code paths), two K steps per block: 8 blocks and 4.5x fewer FLOPs than its 32-block
-    representative, whose racecheck ran past 330 s on an H100. Each block's GEMM1 and 64x512 fp32 E
+    (the same reduce-scatter path; with N on one cluster E is stored as bf16, the inter_cluster_reduce
+    after a reduce-scatter being the exchange_shuffle_reduce family's), two K steps per block: 8 blocks
+    and 4.5x fewer FLOPs than its 32-block representative, whose racecheck ran past 330 s on an H100. Each block's GEMM1 and 64x512 fp32 E
     partial are unchanged. Its racecheck ran past 340 s too, while memcheck and synccheck took 9.5 s
     each (results/h200/final3_checks_sanitize_aliased_h100.json): slow per block or a hang under
     racecheck, undecided; the racecheck has never finished on this family."""
