@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -96,8 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--switches", default="", help="generator switches as JSON (capability.codegen_switches' keys), "
                    "e.g. to check the kernels a measured file ran")
     p.add_argument("--job-timeout-s", type=float, default=JOB_TIMEOUT_S, help="one check's limit (killed: rc -9)")
+    p.add_argument("--sanitizer-args", default="", help="more compute-sanitizer options, recorded in each row "
+                   "(e.g. '--racecheck-memcpy-async no' to tell a racecheck hang from its async-copy tracking)")
     args = p.parse_args(argv)
     tools = tuple(args.tools.split(","))
+    extra = shlex.split(args.sanitizer_args)
     from fusesim.capability import codegen_switches, generator_switches
     from fusesim.gpu.bench import build_all
 
@@ -122,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         spec.write_text(json.dumps(plan.chain.to_dict()))
         for tool in tools:
             log = work / f"{spec.stem}_{tool}.log"
-            cmd = [exe, "--tool", tool, "--kernel-name", "kns=fs_", "--error-exitcode", "9",
+            cmd = [exe, "--tool", tool, *extra, "--kernel-name", "kns=fs_", "--error-exitcode", "9",
                    sys.executable, "-m", "fusesim.gpu.ncu", so, str(spec)]
             jobs.append((name, tool, cmd, log))
     pending = list(jobs)
@@ -141,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
             running.remove(job)
             name, tool, proc, log, t0 = job
             rows.append(_finish(name, tool, proc, log, plans[name], time.monotonic() - t0))
+            if extra:
+                rows[-1]["sanitizer_args"] = extra
         # after every finished check, so that a run cut short (or one slow check) keeps what was checked
         Path(args.out).write_text(json.dumps({"what": "compute-sanitizer on one kernel per template family and "
                                                       "cluster size", "tools": list(tools), "rows": rows}, indent=1))
