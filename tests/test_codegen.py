@@ -162,38 +162,6 @@ def test_fused_wgmma_exit_barrier_arrives_once_everything_addressed_to_the_block
         assert "exit barrier's arrive" not in old and "fs::cluster_sync();  // own SMEM outlives" in old, name
 
 
-def test_fused_wgmma_producer_waits_on_the_entry_barrier_before_the_first_slot_freed_after_it():
-    """Where the producer's ring loop reaches job KT0 + STAGES (whose slot the consumers free only after
-    their own wait on the entry cluster barrier), thread 0 waits on that barrier inside the loop and the
-    rest of its warpgroup after it; other kernels (and the switch off: files recorded before it) wait
-    after the loop, their sources unchanged."""
-    from fusesim.capability import (codegen_switches, fused_wgmma_producer_early_wait, fused_wgmma_ring_jobs,
-                                    generator_switches)
-
-    plans = representative_plans()
-    aliased = plans["fused_wgmma_reduce_receive_aliased"]
-    kt0, jobs = fused_wgmma_ring_jobs(aliased)
-    assert jobs > kt0 + aliased.stages and fused_wgmma_producer_early_wait(aliased)
-    code = generate(aliased).code
-    in_loop = code.index("if (j == KT0 + STAGES) cluster_wait_any();")
-    assert code.index("for (int j = 0; j < JOBS; ++j)") < in_loop < code.index("fs::wg::mbar_wait(empty + s", in_loop)
-    assert "if (threadIdx.x != 0) cluster_wait_any();" in code
-    assert "if constexpr (CLUSTER > 1) fs::cluster_wait();\n  } else {" not in code
-    with generator_switches({**codegen_switches(), "fused_producer_early_wait": False}):
-        old = generate(aliased).code
-        assert not fused_wgmma_producer_early_wait(aliased)
-    assert "cluster_wait_any" not in old and "if constexpr (CLUSTER > 1) fs::cluster_wait();\n  } else {" in old
-    for name, plan in plans.items():
-        if not name.startswith("fused_wgmma") or name == "fused_wgmma_reduce_receive_aliased":
-            continue
-        kt0, jobs = fused_wgmma_ring_jobs(plan)
-        early = plan.cluster.size > 1 and jobs > kt0 + plan.stages
-        assert fused_wgmma_producer_early_wait(plan) == early, name
-        with generator_switches({**codegen_switches(), "fused_producer_early_wait": False}):
-            old = generate(plan).code
-        assert (generate(plan).code == old) == (not early), name
-
-
 def test_fused_wgmma_representatives_cover_every_dsm_comm_form():
     plans = {k: p for k, p in representative_plans().items() if k.startswith("fused_wgmma")}
     for p in plans.values():
