@@ -38,8 +38,13 @@ def one_cluster(name: str, plan: Plan) -> Plan:
     after a reduce-scatter being the exchange_shuffle_reduce family's), two K steps per block: 8 blocks
     and 4.5x fewer FLOPs than its 32-block representative, whose racecheck ran past 330 s on an H100. Each block's GEMM1 and 64x512 fp32 E
     partial are unchanged. Its racecheck ran past 340 s too, while memcheck and synccheck took 9.5 s
-    each (results/h200/final3_checks_sanitize_aliased_h100.json): slow per block or a hang under
-    racecheck, undecided; the racecheck has never finished on this family."""
+    each (results/h200/final3_checks_sanitize_aliased_h100.json). It hangs under racecheck: the
+    exchange_shuffle_reduce family's takes 7 s, and racecheck's deadlock detection names a cycle that
+    only its model of the cluster barrier has -- the producer waits on a ring slot the consumers free
+    after their entry cluster wait, which racecheck evidently holds until the producer waits too
+    (results/h200/racecheck_probe_*_h100.json). The producer waiting inside its loop instead hung on
+    the GPU (results/h200/producer_early_wait_hang_h100.json), so the racecheck has never finished on
+    this family."""
     if name != "fused_wgmma_reduce_receive_aliased":
         return plan
     t, c = plan.tiles, plan.cluster
