@@ -98,10 +98,16 @@ FUSED_EARLY_EXIT_ARRIVE = True
 # took 0.82-1.01x the time (median 0.925x; fused 0.883x, unfused 0.958x; results/h200/im2col_tma_trial_h100.json,
 # an H100)
 WGMMA_IM2COL_TMA = True
+# fused_wgmma's producer warp waits on the entry cluster barrier between its jobs, just before the first whose
+# ring slot the consumers free after their own wait on it (`fused_wgmma_producer_early_wait`), where the loop
+# has one; False: after the loop, where compute-sanitizer's racecheck deadlocks on such kernels. Off until
+# measured: a first form (thread 0 waiting alone, non-aligned) hung on an H100
+# (results/h200/producer_early_wait_hang_h100.json); this one (warp 0 converged, aligned) has only compiled
+FUSED_PRODUCER_EARLY_WAIT = False
 # what a measured file without a "codegen" block ran: the gemm_wgmma template before the staging
 FRAGMENT_EPILOGUE = {"gemm_staged_store": False, "gemm_staged_red": False, "convert_batch": 1,
                      "im2col_rows_hoisted": False, "fused_staged_e": False, "fused_early_exit_arrive": False,
-                     "wgmma_im2col_tma": False}
+                     "wgmma_im2col_tma": False, "fused_producer_early_wait": False}
 
 
 def codegen_switches() -> dict[str, bool | int]:
@@ -109,7 +115,7 @@ def codegen_switches() -> dict[str, bool | int]:
     return {"gemm_staged_store": GEMM_STAGED_STORE, "gemm_staged_red": GEMM_STAGED_RED,
             "convert_batch": CONVERT_BATCH, "im2col_rows_hoisted": IM2COL_ROWS_HOISTED,
             "fused_staged_e": FUSED_STAGED_E, "fused_early_exit_arrive": FUSED_EARLY_EXIT_ARRIVE,
-            "wgmma_im2col_tma": WGMMA_IM2COL_TMA}
+            "wgmma_im2col_tma": WGMMA_IM2COL_TMA, "fused_producer_early_wait": FUSED_PRODUCER_EARLY_WAIT}
 
 
 @contextmanager
@@ -118,11 +124,12 @@ def generator_switches(switches: dict[str, bool | int]) -> Iterator[None]:
     recorded block without "convert_batch" predates the batched convert: 1; without
     "im2col_rows_hoisted", the hoisted im2col rows: False; without "fused_staged_e" or
     "fused_early_exit_arrive", fused_wgmma's staged E or early exit arrive: False; without
-    "wgmma_im2col_tma", the cp.async im2col loader: False)."""
+    "wgmma_im2col_tma", the cp.async im2col loader: False; without "fused_producer_early_wait", the
+    producer's entry wait after its loop: False)."""
     global GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E
-    global FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA
+    global FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT
     saved = (GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E,
-             FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA)
+             FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT)
     GEMM_STAGED_STORE = bool(switches.get("gemm_staged_store", GEMM_STAGED_STORE))
     GEMM_STAGED_RED = bool(switches.get("gemm_staged_red", GEMM_STAGED_RED))
     CONVERT_BATCH = int(switches.get("convert_batch", 1 if switches else CONVERT_BATCH))
@@ -131,11 +138,13 @@ def generator_switches(switches: dict[str, bool | int]) -> Iterator[None]:
     FUSED_EARLY_EXIT_ARRIVE = bool(switches.get("fused_early_exit_arrive",
                                                 False if switches else FUSED_EARLY_EXIT_ARRIVE))
     WGMMA_IM2COL_TMA = bool(switches.get("wgmma_im2col_tma", False if switches else WGMMA_IM2COL_TMA))
+    FUSED_PRODUCER_EARLY_WAIT = bool(switches.get("fused_producer_early_wait",
+                                                  False if switches else FUSED_PRODUCER_EARLY_WAIT))
     try:
         yield
     finally:
         (GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E,
-         FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA) = saved
+         FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT) = saved
 
 
 # the wgmma templates' implicit im2col A loader (k1 x k1 conv chains): False keeps those chains on mma_sync
@@ -489,6 +498,29 @@ def fused_wgmma_e_staged(plan: Plan) -> bool:
     rows_bytes = t.block_m * ((fused_wgmma_sub_l(t.block_l) or 64) + 8) * 2
     return (FUSED_STAGED_E and max(plan.cluster.reduce, 1) <= 1 and plan.n_split == 1
             and rows_bytes <= fused_wgmma_layout(plan).ring)
+
+
+def fused_wgmma_ring_jobs(plan: Plan) -> tuple[int, int]:
+    """(GEMM0's k tiles, all jobs) that fused_wgmma.cu.j2's producer fills through the operand ring, in the
+    consumers' order (its KT0 and JOBS): GEMM0's A/B stages, then GEMM1's D tiles per E sub-tile, shuffle
+    step and C' k tile."""
+    t, c = plan.tiles, plan.cluster
+    k_slice = plan.chain.k if plan.gated_mode == "mul_exchange" else plan.chain.k // c.k
+    kt0 = -(-k_slice // 64)
+    sub_l = fused_wgmma_sub_l(t.block_l) or 64
+    return kt0, kt0 + (t.block_l // sub_l) * (c.l // c.k) * (t.block_n // 64)
+
+
+def fused_wgmma_producer_early_wait(plan: Plan) -> bool:
+    """Whether fused_wgmma.cu.j2's producer warp waits on the entry cluster barrier between its load jobs,
+    before the first job whose ring slot the consumers free only after their own wait on it (job KT0 +
+    STAGES), instead of after the loop (FUSED_PRODUCER_EARLY_WAIT). On the GPU the barrier completes once
+    every thread has arrived, before the loads, and the kernel verifies with the wait after the loop;
+    compute-sanitizer's racecheck, though, deadlocks on it: its deadlock report has every other thread in
+    that wait and the producer thread waiting for the slot (results/h200/racecheck_probe_*_h100.json).
+    Only plans with a cluster and more jobs than that."""
+    kt0, jobs = fused_wgmma_ring_jobs(plan)
+    return FUSED_PRODUCER_EARLY_WAIT and plan.cluster.size > 1 and jobs > kt0 + plan.stages
 
 
 def fused_wgmma_early_exit_arrive(plan: Plan) -> bool:

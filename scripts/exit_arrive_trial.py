@@ -12,9 +12,7 @@ Writes JSON to OUT.
 
 from __future__ import annotations
 
-import glob
-
-from store_trial import fastest_distinct, switched_sources, trial_main
+from store_trial import fastest_final_plans, switched_sources, trial_main
 
 VARIANTS = {"exit sync": False, "early arrive": True}
 PER_CASE = 3
@@ -22,19 +20,11 @@ PER_CASE = 3
 
 def sources():
     """(case, plan, {variant: Source}) of each case's PER_CASE fastest measured cluster plans."""
-    from fusesim.plan import Plan
-    from fusesim.report.measured import load_measured
+    def cluster_plan(plan) -> bool:
+        return plan.strategy != "unfused" and plan.instruction == "wgmma" and plan.cluster.size > 1
 
-    by_case: dict[str, list[tuple[float, Plan]]] = {}
-    for m in load_measured(sorted(glob.glob("results/h200/final_paper_*.json"))).items:
-        if m.plan_dict is None:
-            continue
-        plan = Plan.from_dict(m.plan_dict)
-        if plan.strategy != "unfused" and plan.instruction == "wgmma" and plan.cluster.size > 1:
-            by_case.setdefault(m.case, []).append((m.time_us, plan))
-    for case in sorted(by_case, key=lambda c: (c[0], int(c[1:]))):
-        for plan in fastest_distinct(by_case[case], PER_CASE):
-            yield case, plan, switched_sources(plan, "fused_early_exit_arrive", VARIANTS)
+    for case, plan in fastest_final_plans(cluster_plan, PER_CASE):
+        yield case, plan, switched_sources(plan, "fused_early_exit_arrive", VARIANTS)
 
 
 def main() -> int:

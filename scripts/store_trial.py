@@ -61,6 +61,23 @@ def fastest_distinct(timed: list, n: int) -> list:
     return out[:n]
 
 
+def fastest_final_plans(keep, n: int):
+    """(case, Plan) of each paper case's `n` fastest distinct plans of the final run
+    (results/h200/final_paper_*.json) that `keep(plan)` accepts, cases in paper order, fastest first."""
+    import glob
+
+    from fusesim.plan import Plan
+    from fusesim.report.measured import load_measured
+
+    by_case: dict[str, list] = {}
+    for m in load_measured(sorted(glob.glob("results/h200/final_paper_*.json"))).items:
+        if m.plan_dict is not None and keep(plan := Plan.from_dict(m.plan_dict)):
+            by_case.setdefault(m.case, []).append((m.time_us, plan))
+    for case in sorted(by_case, key=lambda c: (c[0], int(c[1:]))):
+        for plan in fastest_distinct(by_case[case], n):
+            yield case, plan
+
+
 def switched_sources(plan, switch: str, variants: dict) -> dict:
     """{variant: Source} of `plan`, generated with the generator switch `switch` (a codegen_switches key)
     set to each variant's value and the others as today."""

@@ -162,6 +162,49 @@ def test_fused_wgmma_exit_barrier_arrives_once_everything_addressed_to_the_block
         assert "exit barrier's arrive" not in old and "fs::cluster_sync();  // own SMEM outlives" in old, name
 
 
+def test_fused_wgmma_producer_waits_on_the_entry_barrier_before_the_first_slot_freed_after_it():
+    """With FUSED_PRODUCER_EARLY_WAIT, where the producer's ring loop reaches job KT0 + STAGES (whose slot the
+    consumers free only after their own wait on the entry cluster barrier), warp 0 stops thread 0's loop
+    there, waits on that barrier converged, and thread 0 goes on; the other producer warps wait after the
+    loop. Off (the default until measured on the GPU, and files recorded before it) and for every other
+    kernel the sources are those without it."""
+    from fusesim.capability import (
+        FUSED_PRODUCER_EARLY_WAIT,
+        codegen_switches,
+        fused_wgmma_producer_early_wait,
+        fused_wgmma_ring_jobs,
+        generator_switches,
+    )
+
+    on = {**codegen_switches(), "fused_producer_early_wait": True}
+    off = {**codegen_switches(), "fused_producer_early_wait": False}
+    assert not FUSED_PRODUCER_EARLY_WAIT
+    plans = representative_plans()
+    aliased = plans["fused_wgmma_reduce_receive_aliased"]
+    kt0, jobs = fused_wgmma_ring_jobs(aliased)
+    assert jobs > kt0 + aliased.stages and not fused_wgmma_producer_early_wait(aliased)
+    with generator_switches(on):
+        assert fused_wgmma_producer_early_wait(aliased)
+        code = generate(aliased).code
+    first = code.index("for (int j = 0; j < KT0 + STAGES; ++j) {")
+    wait = code.index("    __syncwarp();\n    if (threadIdx.x < 32) fs::cluster_wait();\n", first)
+    rest = code.index("for (int j = KT0 + STAGES; j < JOBS; ++j) {", wait)
+    assert code.index("if (threadIdx.x >= 32) fs::cluster_wait();", rest) < code.index("consumers: warpgroup", rest)
+    with generator_switches(off):
+        old = generate(aliased).code
+    assert old == generate(aliased).code and "for (int j = 0; j < JOBS; ++j) {" in old and "KT0 + STAGES" not in old
+    for name, plan in plans.items():
+        if not name.startswith("fused_wgmma") or name == "fused_wgmma_reduce_receive_aliased":
+            continue
+        kt0, jobs = fused_wgmma_ring_jobs(plan)
+        early = plan.cluster.size > 1 and jobs > kt0 + plan.stages
+        with generator_switches(on):
+            assert fused_wgmma_producer_early_wait(plan) == early, name
+            code = generate(plan).code
+        with generator_switches(off):
+            assert (generate(plan).code == code) == (not early), name
+
+
 def test_fused_wgmma_representatives_cover_every_dsm_comm_form():
     plans = {k: p for k, p in representative_plans().items() if k.startswith("fused_wgmma")}
     for p in plans.values():
@@ -328,6 +371,31 @@ def test_fused_wgmma_e_partial_swizzle_compiles_for_every_row_width(tmp_path, mo
         assert all("eswz(row, col % SLICE_L)" in src.code for src in srcs.values())
         for form, art in zip(srcs, ex.map(lambda s: build(s, mode="cubin"), srcs.values()), strict=True):
             assert art.exists() and art.stat().st_size > 0, form
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_fused_wgmma_producer_early_wait_compiles_for_sm90a(tmp_path, monkeypatch):
+    """The producer's early entry wait (FUSED_PRODUCER_EARLY_WAIT, off until measured) compiles for sm_90a in
+    its three producer forms: TMA loads (the aliased reduce-scatter), TMA im2col and cp.async im2col (a 3x3
+    conv chain with a cluster of 2 and more ring jobs than its k tiles plus stages)."""
+    from fusesim.capability import codegen_switches, fused_wgmma_producer_early_wait, generator_switches
+    from fusesim.codegen.build import build
+
+    monkeypatch.setenv("FUSESIM_CACHE", str(tmp_path))
+    conv = Chain("tc3", "conv_chain", 14 * 14, 256, 9 * 64, 256, "relu", False, conv=ConvGeom(1, 14, 14, 64, 3))
+    plans = [representative_plans()["fused_wgmma_reduce_receive_aliased"],
+             fused(conv, ClusterShape(1, 2, 1, 2), 64, 128, 64, n_split=1, stages=2, instruction="wgmma")]
+    srcs = []
+    for tma in (True, False):
+        with generator_switches({**codegen_switches(), "fused_producer_early_wait": True, "wgmma_im2col_tma": tma}):
+            assert all(can_build(p)[0] and fused_wgmma_producer_early_wait(p) for p in plans)
+            srcs += [generate(p) for p in plans[tma is False:]]
+    assert len({s.digest for s in srcs}) == 3
+    assert all("__syncwarp();\n" in s.code and "the early wait is rendered only" in s.code for s in srcs)
+    with ThreadPoolExecutor(max_workers=2) as ex:
+        for src, art in zip(srcs, ex.map(lambda s: build(s, mode="cubin"), srcs), strict=True):
+            assert art.exists() and art.stat().st_size > 0, src.name
 
 
 def test_planner_picks_a_buildable_wgmma_unfused_plan_with_split_k():

@@ -193,6 +193,7 @@ def render_fused_wgmma(plan: Plan, name: str) -> str:
         convert_batch=capability.CONVERT_BATCH if plan.n_split > 1 else 1, im2col=capability.wgmma_im2col(plan.chain),
         im2col_tma=capability.wgmma_im2col_tma(plan.chain),
         e_staged=capability.fused_wgmma_e_staged(plan), early_exit_arrive=capability.fused_wgmma_early_exit_arrive(plan),
+        producer_early_wait=capability.fused_wgmma_producer_early_wait(plan),
     )
 
 
