@@ -42,8 +42,9 @@ def one_cluster(name: str, plan: Plan) -> Plan:
     exchange_shuffle_reduce family's takes 7 s, and racecheck's deadlock detection names a cycle that
     only its model of the cluster barrier has -- the producer waits on a ring slot the consumers free
     after their entry cluster wait, which racecheck evidently holds until the producer waits too
-    (results/h200/racecheck_probe_*_h100.json). The producer waiting inside its loop instead hung on
-    the GPU (results/h200/producer_early_wait_hang_h100.json), so the racecheck has never finished on
+    (results/h200/racecheck_probe_*_h100.json). The producer thread waiting alone inside its loop hung
+    on the GPU (results/h200/producer_early_wait_hang_h100.json); its warp waiting there converged
+    (capability.FUSED_PRODUCER_EARLY_WAIT) is unmeasured and off, so the racecheck has never finished on
     this family."""
     if name != "fused_wgmma_reduce_receive_aliased":
         return plan
@@ -117,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     plans = {k: v for k, v in family_plans().items() if args.only in k}
-    with generator_switches({**codegen_switches(), **(json.loads(args.switches) if args.switches else {})}):
+    switches = {**codegen_switches(), **(json.loads(args.switches) if args.switches else {})}
+    with generator_switches(switches):
         built = build_all(list(plans.values()), jobs=8)
     jobs: list[tuple[str, str, list[str], Path]] = []
     rows: list[dict[str, Any]] = []
@@ -154,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows[-1]["sanitizer_args"] = extra
         # after every finished check, so that a run cut short (or one slow check) keeps what was checked
         Path(args.out).write_text(json.dumps({"what": "compute-sanitizer on one kernel per template family and "
-                                                      "cluster size", "tools": list(tools), "rows": rows}, indent=1))
+                                                      "cluster size", "tools": list(tools), "codegen": switches,
+                                              "rows": rows}, indent=1))
     return 0 if rows and all(r["rc"] == 0 for r in rows) else 1
 
 
