@@ -506,9 +506,9 @@ def fused_wgmma_ring_jobs(plan: Plan) -> tuple[int, int]:
     step and C' k tile."""
     t, c = plan.tiles, plan.cluster
     k_slice = plan.chain.k if plan.gated_mode == "mul_exchange" else plan.chain.k // c.k
-    kt0 = -(-k_slice // 64)
+    kt0 = -(-k_slice // WGMMA_BLOCK_K)
     sub_l = fused_wgmma_sub_l(t.block_l) or 64
-    return kt0, kt0 + (t.block_l // sub_l) * (c.l // c.k) * (t.block_n // 64)
+    return kt0, kt0 + (t.block_l // sub_l) * (c.l // c.k) * (t.block_n // WGMMA_BLOCK_K)
 
 
 def fused_wgmma_producer_early_wait(plan: Plan) -> bool:

@@ -12,8 +12,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:?usage: scripts/device_checks.sh OUT_DIR}
 mkdir -p "$DEST"
-source scripts/device_env.sh  # wheels, PYTHONPATH, FUSESIM_CACHE, carried kernels
-TAG=$(nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H100 && echo _h100 || echo "")
+source scripts/device_env.sh  # wheels, PYTHONPATH, FUSESIM_CACHE, carried kernels, $GPU, $TAG
 NAME=${NAME:-checks}
 rc=0
 step() { echo "== $(date -u +%H:%M:%S) $*"; }

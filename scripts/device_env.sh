@@ -4,6 +4,9 @@
 # `tar -cJf .fscarry/cache.tar.xz .fscache` after scripts/prebuild.py) into $FUSESIM_CACHE.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+# the GPU, and the suffix of result files measured on an H100 (asked for an H200, another GPU's are named apart)
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+TAG=""; case "$GPU" in *H100*) TAG=_h100 ;; esac
 export FUSESIM_CACHE=${FUSESIM_CACHE:-/tmp/fusesim_cache}
 mkdir -p "$FUSESIM_CACHE"
 if [ -f .fscarry/cache.tar.xz ]; then

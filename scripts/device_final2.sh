@@ -13,10 +13,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:?usage: scripts/device_final2.sh OUT_DIR}
 mkdir -p "$DEST"
-source scripts/device_env.sh  # wheels, PYTHONPATH, FUSESIM_CACHE, carried kernels
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-HW=hw_configs/h200.yaml TAG=""
-case "$GPU" in *H100*) HW=hw_configs/h100_sxm.yaml TAG=_h100 ;; esac
+source scripts/device_env.sh  # wheels, PYTHONPATH, FUSESIM_CACHE, carried kernels, $GPU, $TAG
+HW=hw_configs/h200.yaml
+case "$GPU" in *H100*) HW=hw_configs/h100_sxm.yaml ;; esac
 echo "$GPU -> $HW"
 rc=0
 step() { echo "== $(date -u +%H:%M:%S) $*"; }

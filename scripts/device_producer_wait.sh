@@ -13,9 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:?usage: scripts/device_producer_wait.sh OUT_DIR}
 mkdir -p "$DEST"
-source scripts/device_env.sh  # wheels, PYTHONPATH, FUSESIM_CACHE, carried kernels
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-TAG=""; case "$GPU" in *H100*) TAG=_h100 ;; esac
+source scripts/device_env.sh  # wheels, PYTHONPATH, FUSESIM_CACHE, carried kernels, $GPU, $TAG
 rc=0
 step() { echo "== $(date -u +%H:%M:%S) $*"; }
 step "compute-sanitizer: reduce receive aliased, producer early wait ($GPU)"

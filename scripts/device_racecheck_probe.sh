@@ -13,8 +13,6 @@ cd "$(dirname "$0")/.."
 DEST=${1:?usage: scripts/device_racecheck_probe.sh OUT_DIR}
 mkdir -p "$DEST"
 source scripts/device_env.sh
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-TAG=""; case "$GPU" in *H100*) TAG=_h100 ;; esac
 echo "$GPU"; compute-sanitizer --version | tail -1
 compute-sanitizer --help 2>&1 | grep -A1 -- '--racecheck' | head -40
 san() { python3 -m fusesim.gpu.sanitize --tools racecheck --work "/tmp/san_$1" --out "$DEST/racecheck_probe_$1$TAG.json" "${@:2}" \

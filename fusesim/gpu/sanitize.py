@@ -36,8 +36,8 @@ def one_cluster(name: str, plan: Plan) -> Plan:
     """The aliased reduce-scatter family on one cluster: same tiles, cluster 8, ring and SMEM layout
     (the same reduce-scatter path; with N on one cluster E is stored as bf16, the inter_cluster_reduce
     after a reduce-scatter being the exchange_shuffle_reduce family's), two K steps per block: 8 blocks
-    and 4.5x fewer FLOPs than its 32-block representative, whose racecheck ran past 330 s on an H100. Each block's GEMM1 and 64x512 fp32 E
-    partial are unchanged. Its racecheck ran past 340 s too, while memcheck and synccheck took 9.5 s
+    and 4.5x fewer FLOPs than its 32-block representative, whose racecheck ran past 330 s on an H100.
+    Each block's GEMM1 and 64x512 fp32 E partial are unchanged. Its racecheck ran past 340 s too, while memcheck and synccheck took 9.5 s
     each (results/h200/final3_checks_sanitize_aliased_h100.json). It hangs under racecheck: the
     exchange_shuffle_reduce family's takes 7 s, and racecheck's deadlock detection names a cycle that
     only its model of the cluster barrier has -- the producer waits on a ring slot the consumers free
@@ -151,9 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         for job in done:
             running.remove(job)
             name, tool, proc, log, t0 = job
-            rows.append(_finish(name, tool, proc, log, plans[name], time.monotonic() - t0))
-            if extra:
-                rows[-1]["sanitizer_args"] = extra
+            rows.append(_finish(name, tool, proc, log, plans[name], time.monotonic() - t0, extra))
         # after every finished check, so that a run cut short (or one slow check) keeps what was checked
         Path(args.out).write_text(json.dumps({"what": "compute-sanitizer on one kernel per template family and "
                                                       "cluster size", "tools": list(tools), "codegen": switches,
@@ -161,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if rows and all(r["rc"] == 0 for r in rows) else 1
 
 
-def _finish(name: str, tool: str, proc: Any, log: Path, plan: Plan, seconds: float) -> dict[str, Any]:
+def _finish(name: str, tool: str, proc: Any, log: Path, plan: Plan, seconds: float,
+            extra: list[str]) -> dict[str, Any]:
     """One check's row; a check still running (past its limit) is killed and recorded with rc -9."""
     killed = proc.poll() is None
     if killed:
@@ -172,7 +171,8 @@ def _finish(name: str, tool: str, proc: Any, log: Path, plan: Plan, seconds: flo
     summary = [ln.strip() for ln in text.splitlines() if "SUMMARY" in ln or "Error" in ln][-6:]
     print(f"{tool:9s} rc={rc:3d} {seconds:6.1f} s {name}: {' | '.join(summary)[:150]}", flush=True)
     return {"family": name, "tool": tool, "rc": rc, "seconds": round(seconds, 1), "summary": summary,
-            "plan": plan.summary(), "case": plan.case_id, "cluster_size": max([plan.cluster.size, *(k.cluster_size for k in plan.kernels)])}
+            "plan": plan.summary(), "case": plan.case_id, "cluster_size": max([plan.cluster.size, *(k.cluster_size for k in plan.kernels)]),
+            **({"sanitizer_args": extra} if extra else {})}
 
 
 if __name__ == "__main__":
