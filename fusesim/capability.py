@@ -100,10 +100,12 @@ FUSED_EARLY_EXIT_ARRIVE = True
 WGMMA_IM2COL_TMA = True
 # fused_wgmma's producer warp waits on the entry cluster barrier between its jobs, just before the first whose
 # ring slot the consumers free after their own wait on it (`fused_wgmma_producer_early_wait`), where the loop
-# has one; False: after the loop, where compute-sanitizer's racecheck deadlocks on such kernels. Off until
-# measured: a first form (thread 0 waiting alone, non-aligned) hung on an H100
-# (results/h200/producer_early_wait_hang_h100.json); this one (warp 0 converged, aligned) has only compiled
-FUSED_PRODUCER_EARLY_WAIT = False
+# has one; False: after the loop, where compute-sanitizer's racecheck deadlocks on such kernels. On since
+# 2026-12-06: warp 0 waiting converged (aligned) made the aliased family's racecheck finish clean in 8 s
+# (results/h200/sanitize_aliased_early_wait_h100.json), and 35 plans built both ways all verified at 0.989-1.013x
+# the time, geomean 1.001x (results/h200/producer_wait_trial_h100.json, an H100). A first form, thread 0 waiting
+# alone (non-aligned), hung on the GPU (results/h200/producer_early_wait_hang_h100.json)
+FUSED_PRODUCER_EARLY_WAIT = True
 # what a measured file without a "codegen" block ran: the gemm_wgmma template before the staging
 FRAGMENT_EPILOGUE = {"gemm_staged_store": False, "gemm_staged_red": False, "convert_batch": 1,
                      "im2col_rows_hoisted": False, "fused_staged_e": False, "fused_early_exit_arrive": False,

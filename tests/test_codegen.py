@@ -166,8 +166,8 @@ def test_fused_wgmma_producer_waits_on_the_entry_barrier_before_the_first_slot_f
     """With FUSED_PRODUCER_EARLY_WAIT, where the producer's ring loop reaches job KT0 + STAGES (whose slot the
     consumers free only after their own wait on the entry cluster barrier), warp 0 stops thread 0's loop
     there, waits on that barrier converged, and thread 0 goes on; the other producer warps wait after the
-    loop. Off (the default until measured on the GPU, and files recorded before it) and for every other
-    kernel the sources are those without it."""
+    loop. On by default (measured on an H100); off (files recorded before it) and for every other kernel the
+    sources are those without it."""
     from fusesim.capability import (
         FUSED_PRODUCER_EARLY_WAIT,
         codegen_switches,
@@ -178,21 +178,23 @@ def test_fused_wgmma_producer_waits_on_the_entry_barrier_before_the_first_slot_f
 
     on = {**codegen_switches(), "fused_producer_early_wait": True}
     off = {**codegen_switches(), "fused_producer_early_wait": False}
-    assert not FUSED_PRODUCER_EARLY_WAIT
+    assert FUSED_PRODUCER_EARLY_WAIT
     plans = representative_plans()
     aliased = plans["fused_wgmma_reduce_receive_aliased"]
     kt0, jobs = fused_wgmma_ring_jobs(aliased)
-    assert jobs > kt0 + aliased.stages and not fused_wgmma_producer_early_wait(aliased)
+    assert jobs > kt0 + aliased.stages and fused_wgmma_producer_early_wait(aliased)
+    code = generate(aliased).code
     with generator_switches(on):
-        assert fused_wgmma_producer_early_wait(aliased)
-        code = generate(aliased).code
+        assert code == generate(aliased).code
+    with generator_switches(off):
+        assert not fused_wgmma_producer_early_wait(aliased)
     first = code.index("for (int j = 0; j < KT0 + STAGES; ++j) {")
     wait = code.index("    __syncwarp();\n    if (threadIdx.x < 32) fs::cluster_wait();\n", first)
     rest = code.index("for (int j = KT0 + STAGES; j < JOBS; ++j) {", wait)
     assert code.index("if (threadIdx.x >= 32) fs::cluster_wait();", rest) < code.index("consumers: warpgroup", rest)
     with generator_switches(off):
         old = generate(aliased).code
-    assert old == generate(aliased).code and "for (int j = 0; j < JOBS; ++j) {" in old and "KT0 + STAGES" not in old
+    assert old != code and "for (int j = 0; j < JOBS; ++j) {" in old and "KT0 + STAGES" not in old
     for name, plan in plans.items():
         if not name.startswith("fused_wgmma") or name == "fused_wgmma_reduce_receive_aliased":
             continue
@@ -376,7 +378,7 @@ def test_fused_wgmma_e_partial_swizzle_compiles_for_every_row_width(tmp_path, mo
 @pytest.mark.nvcc
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_fused_wgmma_producer_early_wait_compiles_for_sm90a(tmp_path, monkeypatch):
-    """The producer's early entry wait (FUSED_PRODUCER_EARLY_WAIT, off until measured) compiles for sm_90a in
+    """The producer's early entry wait (FUSED_PRODUCER_EARLY_WAIT) compiles for sm_90a in
     its three producer forms: TMA loads (the aliased reduce-scatter), TMA im2col and cp.async im2col (a 3x3
     conv chain with a cluster of 2 and more ring jobs than its k tiles plus stages)."""
     from fusesim.capability import codegen_switches, fused_wgmma_producer_early_wait, generator_switches

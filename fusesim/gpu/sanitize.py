@@ -43,9 +43,9 @@ def one_cluster(name: str, plan: Plan) -> Plan:
     only its model of the cluster barrier has -- the producer waits on a ring slot the consumers free
     after their entry cluster wait, which racecheck evidently holds until the producer waits too
     (results/h200/racecheck_probe_*_h100.json). The producer thread waiting alone inside its loop hung
-    on the GPU (results/h200/producer_early_wait_hang_h100.json); its warp waiting there converged
-    (capability.FUSED_PRODUCER_EARLY_WAIT) is unmeasured and off, so the racecheck has never finished on
-    this family."""
+    on the GPU (results/h200/producer_early_wait_hang_h100.json); with its warp waiting there converged
+    (capability.FUSED_PRODUCER_EARLY_WAIT, on since) the racecheck finished clean in 8 s
+    (results/h200/sanitize_aliased_early_wait_h100.json)."""
     if name != "fused_wgmma_reduce_receive_aliased":
         return plan
     t, c = plan.tiles, plan.cluster
