@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fusesim.capability import can_build, fused_wgmma_layout
 from fusesim.codegen import generate
 from fusesim.gpu.ncu import METRICS, SMEM_METRICS, SMEM_OPS, _summed, smem_compact, smem_table, so_kernel_stem
@@ -75,3 +77,51 @@ def test_a_plan_listed_twice_counts_one_launch_of_each_kernel() -> None:
             for row in case.get("plans", []):
                 kernels = (row.get("ncu") or {}).get("kernels", [])
                 assert len(kernels) == len(set(kernels)), (f.name, case["case"], kernels)
+
+
+def test_ncu_rebuilds_the_kernels_a_run_recorded_with_the_switches_it_recorded(tmp_path, monkeypatch) -> None:
+    """`ncu --all` profiles the kernels a bench file timed: built under its "codegen" block (the aliased
+    reduce-scatter plan renders differently with fused_producer_early_wait on and off), under
+    FRAGMENT_EPILOGUE without one, and its block records the switches it built with."""
+    import json
+
+    import fusesim.codegen.build as build_mod
+    import fusesim.gpu.env as env_mod
+    import fusesim.gpu.ncu as ncu_mod
+    from fusesim.capability import FRAGMENT_EPILOGUE, codegen_switches, generator_switches
+    from fusesim.codegen.handplans import representative_plans
+
+    plan = representative_plans()["fused_wgmma_reduce_receive_aliased"]
+    built: list[str] = []
+
+    def fake_build(src, mode):  # noqa: ANN001, ANN202 - the cache's signature
+        built.append(src.digest)
+        return tmp_path / f"{src.name}_{src.digest}.so"
+
+    def fake_ncu(cmd, timeout_s, metrics):  # noqa: ANN001, ANN202
+        spec = json.loads(Path(cmd[cmd.index("--launch-many") + 1]).read_text())
+        return [{"name": "fs_fused_" + so_kernel_stem(s["so"]), **{m: 1.0 for m in metrics}} for s in spec], ""
+
+    monkeypatch.setattr(build_mod, "build", fake_build)
+    monkeypatch.setattr(ncu_mod, "_run_ncu", fake_ncu)
+    monkeypatch.setattr(ncu_mod.shutil, "which", lambda _: "/usr/bin/ncu")
+    monkeypatch.setattr(env_mod, "environment", lambda argv=None: {})
+    off = {**codegen_switches(), "fused_producer_early_wait": False}
+    on = {**codegen_switches(), "fused_producer_early_wait": True}
+    digests = []
+    for recorded in (off, on, None):
+        doc = {"cases": [{"case": "ta", "chain": {}, "plans": [
+            {"strategy": "dsm", "verify": {"ok": True}, "plan": plan.to_dict()}]}]}
+        if recorded is not None:
+            doc["codegen"] = recorded
+        bench = tmp_path / "bench.json"
+        bench.write_text(json.dumps(doc))
+        built.clear()
+        assert ncu_mod._all_from_bench(str(bench), str(tmp_path / "out.json"), ("dsm",), tmp_path / "w") == 0
+        with generator_switches(recorded or FRAGMENT_EPILOGUE):
+            assert built == [generate(plan).digest]
+            out = json.loads((tmp_path / "out.json").read_text())
+            assert out["ncu"]["codegen"] == codegen_switches()
+            assert out["cases"][0]["plans"][0]["ncu"]["dram__bytes_read.sum"] == 1.0
+        digests += built
+    assert len(set(digests)) == 3  # three different kernels: the switches reached the generator

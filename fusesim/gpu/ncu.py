@@ -164,8 +164,11 @@ def so_kernel_stem(so: str) -> str:
 def _all_from_bench(bench_json: str, out: str, strategies: tuple[str, ...], work: Path,
                     metrics: tuple[str, ...] = METRICS, block: str = "ncu") -> int:
     """ncu every verified plan of `strategies` in a bench JSON in one ncu process; write it back with
-    a `block` (`ncu`) per profiled plan row. Kernels are rebuilt from the recorded plans (a cache hit
-    when the run carries prebuilt kernels), so a bench JSON measured on another machine works too."""
+    a `block` (`ncu`) per profiled plan row. Kernels are rebuilt from the recorded plans with the generator
+    switches the run recorded (its "codegen" block; without one, capability.FRAGMENT_EPILOGUE), so they are
+    the kernels it timed (a cache hit when the run carries prebuilt kernels), and a bench JSON measured on
+    another machine works too; the block records the switches."""
+    from fusesim.capability import FRAGMENT_EPILOGUE, codegen_switches, generator_switches
     from fusesim.codegen import generate
     from fusesim.codegen.build import build
     from fusesim.plan import Plan
@@ -177,8 +180,10 @@ def _all_from_bench(bench_json: str, out: str, strategies: tuple[str, ...], work
     doc = json.loads(Path(bench_json).read_text())
     rows = [(c, r) for c in doc["cases"] for r in c.get("plans", [])
             if r.get("strategy") in strategies and r.get("verify", {}).get("ok") and r.get("plan")]
-    for _, r in rows:
-        r["so"] = str(build(generate(Plan.from_dict(r["plan"])), "so"))
+    with generator_switches(doc.get("codegen") or FRAGMENT_EPILOGUE):
+        switches = codegen_switches()
+        for _, r in rows:
+            r["so"] = str(build(generate(Plan.from_dict(r["plan"])), "so"))
     work.mkdir(parents=True, exist_ok=True)
     spec = work / "ncu_many.json"
     distinct = {r["so"]: c["chain"] for c, r in rows}  # a plan listed twice is launched once
@@ -200,7 +205,7 @@ def _all_from_bench(bench_json: str, out: str, strategies: tuple[str, ...], work
     from fusesim.gpu.env import environment
 
     doc[block] = {"what": f"Nsight Compute counters of every verified {'/'.join(strategies)} plan (cold L2)",
-                  "plans_profiled": done, "command": command, "env": environment()}
+                  "plans_profiled": done, "command": command, "codegen": switches, "env": environment()}
     Path(out).write_text(json.dumps(doc, indent=1))
     print(f"{done}/{len(rows)} plans profiled -> {out}")
     return 0 if done == len(rows) else 1
