@@ -23,9 +23,13 @@ def test_sanitizer_covers_every_family_and_cluster_size() -> None:
     assert any(b > t for b, t in zip(blocks, tiles, strict=True))  # split-K runs under the sanitizer
     forms = {s.primitive for p in plans.values() for s in p.dsm_comm}
     assert forms == {"dsm_all_exchange", "dsm_shuffle", "dsm_reduce_scatter", "inter_cluster_reduce"}
-    # the reduce-scatter whose receive slots live in the drained ring, on one cluster
+    # the reduce-scatter whose receive slots live in the drained ring, on one cluster and on four (its
+    # inter_cluster_reduce after the reduce-scatter)
     aliased = [p for p in wg if p.strategy != "unfused" and fused_wgmma_layout(p).receive_aliased]
-    assert len(aliased) == 1 and aliased[0].kernels[0].grid_blocks == aliased[0].cluster.size == 8
+    assert sorted(p.kernels[0].grid_blocks for p in aliased) == [8, 32]
+    assert all(p.cluster.size == 8 for p in aliased)
+    assert [s.primitive for s in max(aliased, key=lambda p: p.kernels[0].grid_blocks).dsm_comm][-1] == \
+        "inter_cluster_reduce"
     assert set(TOOLS) == {"memcheck", "racecheck", "synccheck"}
 
 

@@ -91,6 +91,11 @@ def family_plans() -> dict[str, Plan]:
         **{f"fused_wgmma ({name[len('fused_wgmma_'):].replace('_', ' ')}), cluster {plan.cluster.size}":
            one_cluster(name, plan) for name, plan in representative_plans().items()
            if name.startswith("fused_wgmma")},
+        # the aliased family whole (4 clusters of 8, inter_cluster_reduce after the reduce-scatter): its racecheck
+        # finishes since the producer's early entry wait (FUSED_PRODUCER_EARLY_WAIT)
+        **({"fused_wgmma (reduce receive aliased, 4 clusters), cluster 8":
+            representative_plans()["fused_wgmma_reduce_receive_aliased"]}
+           if capability.FUSED_PRODUCER_EARLY_WAIT else {}),
     }
 
 
