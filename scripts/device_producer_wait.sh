@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call for fused_wgmma's producer warp waiting on the entry cluster barrier between its load jobs
-# (capability.FUSED_PRODUCER_EARLY_WAIT, off until this passes; racecheck deadlocks with the wait after the loop,
+# (capability.FUSED_PRODUCER_EARLY_WAIT, on since this passed on an H100 on 2026-12-06: results/h200/
+# sanitize_aliased_early_wait_h100.json, producer_wait_trial_h100.json; racecheck deadlocks with the wait after the loop,
 # results/h200/racecheck_probe_*_h100.json; a first form hung on the GPU, producer_early_wait_hang_h100.json):
 #   1. compute-sanitizer memcheck, racecheck and synccheck on the aliased reduce-scatter family, switch on
 #      (a hang shows as rc -9 at the 90 s limit; memcheck and synccheck took 9.5 s with the switch off);

@@ -2,8 +2,9 @@
 anything? One device call: per paper case the three fastest fused_wgmma plans of the final run
 (results/h200/final_paper_*.json) whose producer would wait there (`capability.fused_wgmma_producer_early_wait`:
 a cluster, and more ring jobs than GEMM0's k tiles plus the ring's stages), built two ways -- the wait after the
-loop (FUSED_PRODUCER_EARLY_WAIT off: the generator's kernels, on which racecheck deadlocks) and warp 0 waiting,
-converged, just before the first job whose slot the consumers free after their own wait (on) -- each verified
+loop (FUSED_PRODUCER_EARLY_WAIT off: the generator's kernels until 2026-12-06, on which racecheck deadlocks) and
+warp 0 waiting, converged, just before the first job whose slot the consumers free after their own wait (on, the
+generator's since this trial: results/h200/producer_wait_trial_h100.json) -- each verified
 against the float32 PyTorch reference, then timed in turn (CUDA events, L2 flushed, median of 50, twice).
 Writes JSON to OUT.
 
