@@ -14,7 +14,7 @@ DEST=${1:?usage: scripts/device_tma_im2col_bench.sh OUT_DIR}
 mkdir -p "$DEST"
 source scripts/device_env.sh  # wheels, PYTHONPATH, FUSESIM_CACHE, carried kernels, $GPU, $TAG
 HW=hw_configs/h200.yaml
-nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H100 && HW=hw_configs/h100_sxm.yaml
+case "$GPU" in *H100*) HW=hw_configs/h100_sxm.yaml ;; esac
 rc=0
 step() { echo "== $(date -u +%H:%M:%S) $*"; }
 step "gpu tests: im2col and conv3x3 ($HW)"
