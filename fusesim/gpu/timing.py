@@ -58,8 +58,11 @@ def hold_gpu(us: float) -> None:
     torch.cuda._sleep(int(us * mhz))
 
 
-def time_fn(fn: Callable[[], Any], flush: L2Flusher, reps: int = 60, warmup: int = 5) -> dict[str, float]:
-    """Median, min and spread (us) of `fn` in both modes over `reps` launches each."""
+def time_fn(fn: Callable[[], Any], flush: L2Flusher, reps: int = 60, warmup: int = 5,
+            ahead: int | None = None) -> dict[str, float]:
+    """Median, min and spread (us) of `fn` in both modes over `reps` launches each. `ahead`: in queued mode, wait
+    for rep i - ahead to end before enqueuing rep i (None: as far ahead as the loop gets; bench's default, which
+    times the same as ahead=2 within 1%: results/h200/eager_throttle_probe_h100.json)."""
     import torch
 
     for _ in range(warmup):
@@ -70,6 +73,8 @@ def time_fn(fn: Callable[[], Any], flush: L2Flusher, reps: int = 60, warmup: int
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         for i in range(reps):
+            if ahead is not None and mode == "queued" and i >= ahead:
+                ends[i - ahead].synchronize()
             flush()
             if mode == "sync":
                 torch.cuda.synchronize()
