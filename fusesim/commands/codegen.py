@@ -4,7 +4,10 @@ The plan is the planner's pick among buildable plans (`plan_case(require_buildab
 the fastest simulated of the candidates `best` simulates, the plan `fusesim simulate` runs for that
 strategy; `--rank cost` takes the cost model's top plan; `--plans hand` uses fusesim.codegen.handplans
 instead. The .cu lands next to the device headers, with the plan as JSON, so that
-`nvcc -gencode=arch=compute_90a,code=sm_90a -I DIR -shared -Xcompiler -fPIC` builds it standalone.
+`nvcc -gencode=arch=compute_90a,code=sm_90a -I DIR -shared -Xcompiler -fPIC` builds it standalone; and (unless
+`--no-harness`) next to a host harness, NAME_main.cu, and a Makefile: `make && ./NAME` verifies the kernel against
+a float32 reference and times it on a Hopper GPU without Python (fusesim.codegen.harness). Every case's plan and
+source are made before anything is written: a refused case leaves the folder as it was.
 """
 
 from __future__ import annotations
@@ -25,11 +28,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_rank(p)
     p.add_argument("--plans", default="planner", choices=("planner", "hand"))
     p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--no-harness", action="store_true",
+                   help="write the kernel .cu only, not its standalone harness NAME_main.cu and the Makefile")
     add_format(p)
     p.set_defaults(func=run)
 
 
-def _plan_for(ch, hw, strategy: str, source: str, rank: str = "simulated"):
+def _plan_for(ch, hw, strategy: str, source: str, rank: str = "simulated", file: str | None = None):
     from fusesim.capability import can_build
     from fusesim.codegen.handplans import candidates, rough_time_us
 
@@ -44,34 +49,42 @@ def _plan_for(ch, hw, strategy: str, source: str, rank: str = "simulated"):
             scored = [sp for sp in res.plans.get(strategy, []) if can_build(sp.plan)[0]]
             if not scored:
                 why = "; ".join(f"{s}: {r}" for s, r in res.infeasible.items()) or "none of its plans is buildable"
-                raise InputError(None, "strategy", f"no buildable {strategy} plan from the planner ({why})",
+                raise InputError(file, "strategy", f"no buildable {strategy} plan from the planner ({why})",
                                  case=ch.case_id)
             return scored[0].plan, "planner"
     cands = candidates(ch)
     pool = [p for s, ps in cands.items() if strategy in ("best", s) for p in ps]
     if not pool:
-        raise InputError(None, "strategy", f"no buildable hand plan for strategy {strategy}", case=ch.case_id)
+        raise InputError(file, "strategy", f"no buildable hand plan for strategy {strategy}", case=ch.case_id)
     return min(pool, key=rough_time_us), "hand"
 
 
 def run(args: argparse.Namespace) -> int:
     from fusesim.codegen import generate
     from fusesim.codegen.build import write_source
+    from fusesim.codegen.harness import write_harness
 
     wl = workload_arg(args.workload)
     hw = hardware_arg(args.hw)
     out = Path(args.out)
-    written = []
+    made = []
     for ch in wl.select(args.case):
-        plan, source = _plan_for(ch, hw, args.strategy, args.plans, args.rank)
-        src = generate(plan)
+        plan, source = _plan_for(ch, hw, args.strategy, args.plans, args.rank, args.workload)
+        made.append((ch, plan, source, generate(plan)))
+    written = []
+    for ch, plan, source, src in made:
         path = write_source(src, out)
         (out / f"{src.name}.plan.json").write_text(plan.to_json())
-        written.append({"case": ch.case_id, "strategy": plan.strategy, "source": source, "family": src.family,
-                        "file": str(path), "plan": plan.summary()})
+        entry = {"case": ch.case_id, "strategy": plan.strategy, "source": source, "family": src.family,
+                 "file": str(path), "plan": plan.summary()}
+        if not args.no_harness:
+            entry["harness"] = str(write_harness(plan, src, out))
+        written.append(entry)
     if args.format == "json":
         print_json({"files": written})
     else:
         for w in written:
             print(f"{w['case']}: {w['strategy']} ({w['source']} plan, {w['family']} template) -> {w['file']}")
+        if not args.no_harness and written:
+            print(f"standalone check and timing: cd {out} && make && ./NAME (see NAME_main.cu)")
     return 0
