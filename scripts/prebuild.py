@@ -70,6 +70,8 @@ def main() -> int:
         built = {art for art, _err in results if art}
         for art in built:
             shutil.copy2(art, args.stage)
+            if (notes := Path(art).with_suffix(".ptxas.txt")).exists():  # ptxas's performance notes travel along
+                shutil.copy2(notes, args.stage)
         print(f"{len(built)} kernels staged in {args.stage}")
     return 1 if failed else 0
 

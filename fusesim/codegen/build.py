@@ -69,10 +69,22 @@ def build(src: Source, mode: str = "so", out_dir: Path | None = None, verbose: b
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
             raise BuildError(f"nvcc failed for {src.name}:\n{res.stderr[-4000:]}")
-        if verbose:
+        if verbose or PERF_NOTE in res.stderr:
             art.with_suffix(".ptxas.txt").write_text(res.stderr)
         os.replace(obj, art)
     return art
+
+
+PERF_NOTE = "Potential Performance Loss"  # ptxas's notes, e.g. C7520: wgmma.mma_async serialized
+
+
+def ptxas_perf_notes(art: Path | str) -> list[str]:
+    """ptxas's "Potential Performance Loss" notes of a built artifact (kept beside it by build(); empty if
+    none, or if it was built before build() kept them)."""
+    log = Path(art).with_suffix(".ptxas.txt")
+    if not log.exists():
+        return []
+    return [line.split(":", 1)[1].strip() for line in log.read_text().splitlines() if PERF_NOTE in line]
 
 
 def write_source(src: Source, out_dir: Path) -> Path:

@@ -19,7 +19,7 @@ from typing import Any
 from fusesim.capability import can_build
 from fusesim.codegen import CannotBuild, generate
 from fusesim.codegen.binary import code_bytes
-from fusesim.codegen.build import BuildError, build
+from fusesim.codegen.build import BuildError, build, ptxas_perf_notes
 from fusesim.codegen.handplans import candidates
 from fusesim.plan import Plan
 from fusesim.workload import Chain
@@ -110,6 +110,7 @@ def run_case(ch: Chain, entries: list[dict[str, Any]], reps: int, seed: int, tor
                                "threads": plan.threads, "plan": e["plan"], "so": e.get("so"), "build_error": e.get("error")}
         if e.get("so"):
             row["binary"] = code_bytes(e["so"])
+            row["ptxas_perf_notes"] = ptxas_perf_notes(e["so"])
             try:
                 kern = Loaded(Path(e["so"]))
                 row.update({"smem_bytes": kern.smem_bytes, "grid_blocks": kern.grid_blocks,
