@@ -106,10 +106,17 @@ WGMMA_IM2COL_TMA = True
 # the time, geomean 1.001x (results/h200/producer_wait_trial_h100.json, an H100). A first form, thread 0 waiting
 # alone (non-aligned), hung on the GPU (results/h200/producer_early_wait_hang_h100.json)
 FUSED_PRODUCER_EARLY_WAIT = True
+# fused_wgmma's GEMM1 loop over a C' slice's k tiles (KT1 = block_n / 64) unrolled; False: `#pragma unroll 1`,
+# where ptxas serialized the wgmmas of some plans (C7520 "wgmma.mma_async instructions are serialized due to
+# ... WG.AR in divergent path": 5 of the final run's 413, C1's dsm plans and G1's 64x128x64x256 one). On since
+# 2026-12-06: the final run's three fastest fused_wgmma plans with block_n > 64 per case (45), built both ways,
+# all verified, took 0.935-1.017x the time unrolled (median 1.000x, geomean 0.996x; C1 dsm 0.945x, G1 0.935x;
+# results/h200/gemm1_unroll_trial_h100.json, an H100)
+FUSED_GEMM1_UNROLL = True
 # what a measured file without a "codegen" block ran: the gemm_wgmma template before the staging
 FRAGMENT_EPILOGUE = {"gemm_staged_store": False, "gemm_staged_red": False, "convert_batch": 1,
                      "im2col_rows_hoisted": False, "fused_staged_e": False, "fused_early_exit_arrive": False,
-                     "wgmma_im2col_tma": False, "fused_producer_early_wait": False}
+                     "wgmma_im2col_tma": False, "fused_producer_early_wait": False, "fused_gemm1_unroll": False}
 
 
 def codegen_switches() -> dict[str, bool | int]:
@@ -117,7 +124,8 @@ def codegen_switches() -> dict[str, bool | int]:
     return {"gemm_staged_store": GEMM_STAGED_STORE, "gemm_staged_red": GEMM_STAGED_RED,
             "convert_batch": CONVERT_BATCH, "im2col_rows_hoisted": IM2COL_ROWS_HOISTED,
             "fused_staged_e": FUSED_STAGED_E, "fused_early_exit_arrive": FUSED_EARLY_EXIT_ARRIVE,
-            "wgmma_im2col_tma": WGMMA_IM2COL_TMA, "fused_producer_early_wait": FUSED_PRODUCER_EARLY_WAIT}
+            "wgmma_im2col_tma": WGMMA_IM2COL_TMA, "fused_producer_early_wait": FUSED_PRODUCER_EARLY_WAIT,
+            "fused_gemm1_unroll": FUSED_GEMM1_UNROLL}
 
 
 @contextmanager
@@ -127,11 +135,12 @@ def generator_switches(switches: dict[str, bool | int]) -> Iterator[None]:
     "im2col_rows_hoisted", the hoisted im2col rows: False; without "fused_staged_e" or
     "fused_early_exit_arrive", fused_wgmma's staged E or early exit arrive: False; without
     "wgmma_im2col_tma", the cp.async im2col loader: False; without "fused_producer_early_wait", the
-    producer's entry wait after its loop: False)."""
+    producer's entry wait after its loop: False; without "fused_gemm1_unroll", GEMM1's k-tile loop rolled:
+    False)."""
     global GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E
-    global FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT
+    global FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT, FUSED_GEMM1_UNROLL
     saved = (GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E,
-             FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT)
+             FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT, FUSED_GEMM1_UNROLL)
     GEMM_STAGED_STORE = bool(switches.get("gemm_staged_store", GEMM_STAGED_STORE))
     GEMM_STAGED_RED = bool(switches.get("gemm_staged_red", GEMM_STAGED_RED))
     CONVERT_BATCH = int(switches.get("convert_batch", 1 if switches else CONVERT_BATCH))
@@ -142,11 +151,12 @@ def generator_switches(switches: dict[str, bool | int]) -> Iterator[None]:
     WGMMA_IM2COL_TMA = bool(switches.get("wgmma_im2col_tma", False if switches else WGMMA_IM2COL_TMA))
     FUSED_PRODUCER_EARLY_WAIT = bool(switches.get("fused_producer_early_wait",
                                                   False if switches else FUSED_PRODUCER_EARLY_WAIT))
+    FUSED_GEMM1_UNROLL = bool(switches.get("fused_gemm1_unroll", False if switches else FUSED_GEMM1_UNROLL))
     try:
         yield
     finally:
         (GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E,
-         FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT) = saved
+         FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT, FUSED_GEMM1_UNROLL) = saved
 
 
 # the wgmma templates' implicit im2col A loader (k1 x k1 conv chains): False keeps those chains on mma_sync

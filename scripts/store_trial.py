@@ -123,7 +123,9 @@ def build_only(items) -> int:
     from fusesim.codegen.build import build
 
     srcs = {s.digest: s for _c, _p, variants in items for s in variants.values()}
-    with ThreadPoolExecutor(2) as ex:
+    import os
+
+    with ThreadPoolExecutor(min(16, os.cpu_count() or 2)) as ex:  # 2 here, 16 on the GPU machine
         list(ex.map(lambda s: build(s, "so"), srcs.values()))
     print(f"{len(srcs)} distinct sources built")
     return 0

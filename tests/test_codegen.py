@@ -30,6 +30,7 @@ from fusesim.plan import ClusterShape, Plan, Tiles
 from fusesim.planner import footprint
 from fusesim.workload import Chain, ConvGeom
 
+ROOT = Path(__file__).resolve().parents[1]
 CH = _ffn("t", 96, 2048, 512, 512, "gelu")
 _REP_CONV3 = Chain("tc", "conv_chain", 14 * 14, 128, 9 * 64, 256, "relu", False, conv=ConvGeom(1, 14, 14, 64, 3))
 
@@ -397,6 +398,30 @@ def test_fused_wgmma_producer_early_wait_compiles_for_sm90a(tmp_path, monkeypatc
     with ThreadPoolExecutor(max_workers=2) as ex:
         for src, art in zip(srcs, ex.map(lambda s: build(s, mode="cubin"), srcs), strict=True):
             assert art.exists() and art.stat().st_size > 0, src.name
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_fused_wgmma_gemm1_loop_unrolled_keeps_ptxas_from_serializing_wgmma(tmp_path, monkeypatch):
+    """With GEMM1's k-tile loop rolled, ptxas serialized the wgmmas of C1's dsm plan of the final run (C7520, a
+    "Potential Performance Loss" note build() keeps beside the artifact); unrolled (FUSED_GEMM1_UNROLL), it does not."""
+    from fusesim.capability import codegen_switches, generator_switches
+    from fusesim.codegen.build import build, ptxas_perf_notes
+
+    monkeypatch.setenv("FUSESIM_CACHE", str(tmp_path))
+    rows = json.loads((ROOT / "results" / "h200" / "plans_estage.json").read_text())["C1"]
+    plan = next(Plan.from_dict(r["plan"]) for r in rows
+                if r["plan"]["strategy"] == "dsm" and r["plan"]["tiles"]["block_n"] == 128)
+    srcs = {}
+    for unroll in (False, True):
+        with generator_switches({**codegen_switches(), "fused_gemm1_unroll": unroll}):
+            srcs[unroll] = generate(plan)
+    assert "#pragma unroll 1\n        for (int kt = 0; kt < KT1" in srcs[False].code
+    assert "#pragma unroll\n        for (int kt = 0; kt < KT1" in srcs[True].code
+    with ThreadPoolExecutor(max_workers=2) as ex:
+        arts = dict(zip(srcs, ex.map(lambda s: build(s, mode="cubin"), srcs.values()), strict=True))
+    assert any("serialized" in n for n in ptxas_perf_notes(arts[False])), "the rolled loop no longer serializes"
+    assert ptxas_perf_notes(arts[True]) == []
 
 
 def test_planner_picks_a_buildable_wgmma_unfused_plan_with_split_k():
