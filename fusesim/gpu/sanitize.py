@@ -114,9 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    plans = {k: v for k, v in family_plans().items() if args.only in k}
     switches = {**codegen_switches(), **(json.loads(args.switches) if args.switches else {})}
-    with generator_switches(switches):
+    with generator_switches(switches):  # the families too: their plans and names follow the switches
+        plans = {k: v for k, v in family_plans().items() if args.only in k}
         built = build_all(list(plans.values()), jobs=8)
     jobs: list[tuple[str, str, list[str], Path]] = []
     rows: list[dict[str, Any]] = []
