@@ -4,9 +4,9 @@
                                          [--out benchmarks/kernels.md]
 
 `--prefix` picks the run: results/h200/<prefix>{gemm_chains,gated_ffn,conv_chains}.json
-(`final_paper_`: scripts/device_final.sh; `final3_paper_`: the whole run with today's generator,
-scripts/device_final2.sh, the default once its three H200 files are committed; `bench_paper_`: the
-440-plan hand run).
+(`final_paper_`: scripts/device_final.sh; `final3_paper_`, `final4_paper_`: the whole runs with the generator of
+their time, scripts/device_final2.sh, the newest the default once its three H200 files are committed;
+`bench_paper_`: the 440-plan hand run).
 
 Every number in the output comes from those files (measured on the GPU named in them); the only
 computed quantities are ratios, FLOP/s and bytes over the measured times, and the roofline floor
@@ -43,12 +43,16 @@ PLANS_NOTE = {
                      "(results/h200/plans_estage.json: per strategy the simulator's three fastest wgmma plans and the "
                      "fastest measured one), every one built with the generator as committed",
 }
+PLANS_NOTE["final4_paper_"] = PLANS_NOTE["final3_paper_"]  # the same frozen plans, the generator of a later commit
 FIRST_RUN = "final_paper_"  # the first final run, 2026-12-04 (scripts/device_final.sh)
-LATER_RUN = "final3_paper_"  # all 26 cases again with today's generator (scripts/device_final2.sh)
+# the whole runs of all 26 cases with the generator as committed at their time (scripts/device_final2.sh), newest
+# first: final3 2026-12-06 06:08 UTC, final4 08:37 UTC (GEMM1's k-tile loop unrolled in fused_wgmma)
+LATER_RUNS = ("final4_paper_", "final3_paper_")
 # how each run was taken as a whole (the JSON records one bench command per workload)
 WHOLE_RUN = {
     FIRST_RUN: "`scripts/device_final.sh $OUT` with STEPS=\"bench ncu\"",
-    LATER_RUN: f"`STEPS=bench PREFIX={LATER_RUN} scripts/device_final2.sh $OUT`, then the same with STEPS=ncu",
+    **{run: f"`STEPS=bench PREFIX={run} scripts/device_final2.sh $OUT`, then the same with STEPS=ncu"
+       for run in LATER_RUNS},
 }
 
 
@@ -151,7 +155,7 @@ def h100_stream_speedups(path: Path = Path("results/h200/stream_trial_h100.json"
 
 
 # the H100 run of all 26 cases with the generator of 2026-12-06 (benchmarks/h100.md has its table)
-H100_ONE_RUN = f"results/h200/{LATER_RUN}{{}}_h100.json"
+H100_ONE_RUN = "results/h200/final3_paper_{}_h100.json"
 
 
 def run_stats(rs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -169,22 +173,45 @@ def run_stats(rs: list[dict[str, Any]]) -> dict[str, Any]:
             "strategies": ", ".join(f"{s} {sum(1 for r in have if r['strategy'] == s)}" for s in ("unfused", "smem", "dsm"))}
 
 
-def h100_one_run_bullet(first: bool = True) -> list[str]:
+def h100_one_run_bullet(first: bool = True, prefix: str = "final3_paper_") -> list[str]:
     """One line on the H100 run of all 26 cases (benchmarks/h100.md has its table); `first`: rendered under the
-    first final run, whose kernels it postdates, else under the H200's later run, whose kernels differ from it
-    only by fused_wgmma's producer early wait (capability.FUSED_PRODUCER_EARLY_WAIT, 73 of its plans)."""
+    first final run, whose kernels it postdates, else under the H200's later run `prefix`, whose kernels differ
+    from it by fused_wgmma's producer early wait (capability.FUSED_PRODUCER_EARLY_WAIT, 73 of its plans) and, from
+    final4 on, its unrolled GEMM1 loop (FUSED_GEMM1_UNROLL)."""
     files = [ROOT / H100_ONE_RUN.format(wl) for wl in WORKLOADS]
     if not all(f.exists() for f in files):
         return []
     rs, env = rows_of(files, ROOT / "hw_configs" / "h100_sxm.yaml")
     st = run_stats(rs)
     what = ("with every kernel change kept since this run" if first else
-            "with this run's kernels but for fused_wgmma's producer early wait (73 plans)")
+            "with this run's kernels but for fused_wgmma's producer early wait (73 plans)"
+            + (" and its unrolled GEMM1 loop" if prefix != "final3_paper_" else ""))
     return [f"- All 26 cases in one run {what}, on an H100 where an H200 was "
             f"asked for ({env.get('date_utc', '?')[:16]} UTC, {H100_ONE_RUN.format('*')}, the same plans; "
             "table in benchmarks/h100.md): "
             f"{st['eager_x']:.2f}x over eager, {st['graphs_x']:.2f}x over graphs (geomean), "
             f"{st['small_fast']} of {st['small']} small cases under 8 us, plans verified {st['verified']}/{st['timed']}."]
+
+
+def previous_whole_run_bullet(prefix: str) -> list[str]:
+    """One line on the whole run before `prefix` among LATER_RUNS (the same plans, an earlier generator)."""
+    if prefix not in LATER_RUNS or LATER_RUNS.index(prefix) + 1 >= len(LATER_RUNS):
+        return []
+    prev = LATER_RUNS[LATER_RUNS.index(prefix) + 1]
+    files = [ROOT / "results" / "h200" / f"{prev}{wl}.json" for wl in WORKLOADS]
+    if not all(f.exists() for f in files):
+        return []
+    rs, env = rows_of(files, ROOT / "hw_configs" / "h200.yaml")
+    st = run_stats(rs)
+    have = [r for r in rs if r.get("ours")]
+    odd = eager_outliers(have)
+    return [f"- The whole run before this one, the same plans with the generator of its time (results/h200/{prev}*.json, "
+            f"{env.get('gpu')}, {env.get('date_utc', '?')[:16]} UTC; `--prefix {prev}` renders it): "
+            f"{st['eager_x']:.2f}x over eager, {st['graphs_x']:.2f}x over graphs (geomean), {st['big_near']} of "
+            f"{st['big']} within 1.3x of the floor, {st['small_fast']} of {st['small']} under 8 us, plans verified "
+            f"{st['verified']}/{st['timed']}"
+            + (f"; its PyTorch eager outliers: {', '.join(r['case'] for r in have if r['eager'] and r['graph'] and r['eager'] > 1.5 * r['graph'])}"
+               if odd else "") + "."]
 
 
 def eager_outliers(have: list[dict[str, Any]], ratio: float = 1.5) -> list[str]:
@@ -308,7 +335,8 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = FIRST_RU
         "  (results/h200/stream_trial_h100.json). On that H100 the same run's plans per strategy (the H200's",
         f"  picks) gave {h100_eager:.2f}x over eager and {h100_graphs:.2f}x over graphs (geomean, {h100_n} cases;",
         "  benchmarks/h100.md, which also scores the simulator's H100 file on what ran there).",
-        *h100_one_run_bullet(first),
+        *h100_one_run_bullet(first, prefix),
+        *previous_whole_run_bullet(prefix),
         *(["- Kept (after this run, measured on an H100): the wgmma templates' implicit im2col A by TMA in im2col mode",
            "  (`capability.WGMMA_IM2COL_TMA`; one load per stage for the stage's filter tap, no producer copies): the 40",
            "  im2col plans of C5-C8 and the representatives took 0.82-1.01x the time, median 0.925x, all verified",
@@ -325,7 +353,9 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = FIRST_RU
            "  (`capability.FUSED_PRODUCER_EARLY_WAIT`, for compute-sanitizer's racecheck, which deadlocked on the wait",
            "  after the loop: 35 plans both ways all verified, 0.989-1.013x the time, results/h200/",
            "  producer_wait_trial_h100.json on an H100).",
-           "- Kept after this run (not in its kernels; measured on an H100): fused_wgmma's GEMM1 k-tile loop unrolled",
+           ("- Kept after this run (not in its kernels; measured on an H100): fused_wgmma's GEMM1 k-tile loop unrolled"
+            if prefix == "final3_paper_" else
+            "- Kept after the run before (final3; in this run's kernels; measured on an H100): fused_wgmma's GEMM1 k-tile loop unrolled"),
            "  (`capability.FUSED_GEMM1_UNROLL`): rolled, ptxas serialized the wgmmas of 5 of this run's 413 plans (note",
            "  C7520, \"WG.AR in divergent path\"; C1's dsm plans, G1's 64x128x64x256 one). The 45 fastest fused_wgmma",
            "  plans with block_n > 64 of the first final run both ways, all verified: 0.935-1.017x the time, median",
@@ -438,10 +468,12 @@ def recheck_rows(name: str) -> dict[str, dict[str, Any]]:
 
 
 def default_prefix(results: Path) -> str:
-    """The whole run with today's generator once its three H200 files are committed (an H100's end in
-    _h100 and do not count), else the first final run."""
-    later = all((results / f"{LATER_RUN}{wl}.json").exists() for wl in WORKLOADS)
-    return LATER_RUN if later else FIRST_RUN
+    """The newest whole run of LATER_RUNS whose three H200 files are committed (an H100's end in _h100 and do
+    not count), else the first final run."""
+    for run in LATER_RUNS:
+        if all((results / f"{run}{wl}.json").exists() for wl in WORKLOADS):
+            return run
+    return FIRST_RUN
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -449,7 +481,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", default=str(ROOT / "results" / "h200"))
     p.add_argument("--hw", default=str(ROOT / "hw_configs" / "h200.yaml"))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "kernels.md"))
-    p.add_argument("--prefix", default=None, help=f"default: {LATER_RUN} once its H200 files exist, else {FIRST_RUN}")
+    p.add_argument("--prefix", default=None,
+                   help=f"default: the newest of {', '.join(LATER_RUNS)} whose H200 files exist, else {FIRST_RUN}")
     args = p.parse_args(argv)
     args.prefix = args.prefix or default_prefix(Path(args.results))
     rs, env = rows(Path(args.results), Path(args.hw), args.prefix)

@@ -36,6 +36,11 @@ def test_the_report_defaults_to_the_later_whole_run_once_its_h200_files_exist(tm
     assert mod.default_prefix(tmp_path) == "final_paper_"  # nor does part of a run
     (tmp_path / f"final3_paper_{mod.WORKLOADS[2]}.json").write_text("{}")
     assert mod.default_prefix(tmp_path) == "final3_paper_"
+    for wl in mod.WORKLOADS[:2]:
+        (tmp_path / f"final4_paper_{wl}.json").write_text("{}")
+    assert mod.default_prefix(tmp_path) == "final3_paper_"  # the newer run counts once whole
+    (tmp_path / f"final4_paper_{mod.WORKLOADS[2]}.json").write_text("{}")
+    assert mod.default_prefix(tmp_path) == "final4_paper_"
 
 
 def test_best_rows_picks_the_fastest_verified_plan():
