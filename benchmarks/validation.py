@@ -78,6 +78,10 @@ TMA_H200_LABEL = ("conv chains C1-C8, the same plans with the implicit im2col by
 # final run's frozen GEMM-chain and gated-FFN plans and the conv chains' plans_estage.json, timed again
 FINAL3_H200 = "results/h200/final3_paper_*[ns].json"  # not the _h100 files
 FINAL3_H200_LABEL = "all 26 cases, the frozen plans again with the generator of 2026-12-06, one run (out of sample)"
+# the same 413 plans once more on the H200 with the generator of 2026-12-06 08:30 (fused_wgmma's GEMM1 loop unrolled)
+FINAL4_H200 = "results/h200/final4_paper_*[ns].json"
+FINAL4_H200_LABEL = ("all 26 cases, the frozen plans again with the generator of 2026-12-06 08:30 (GEMM1 loop "
+                     "unrolled), one run (out of sample)")
 TRIAL_LABEL = "gemm_wgmma unfused kernels (held out)"
 RERUN_LABEL = "gemm_wgmma unfused kernels re-timed with the 2026-12-03 fragment-epilogue template (held out)"
 SWEEP_LABEL = "gemm_wgmma tile / split / ring sweep, weight-streaming cases (held out)"
@@ -100,6 +104,7 @@ HELD_OUT = {TRIAL_LABEL: "results/h200/wgmma_trial.json",
             ESTAGE_H200_LABEL: ESTAGE_H200,
             TMA_H200_LABEL: TMA_H200,
             FINAL3_H200_LABEL: FINAL3_H200,
+            FINAL4_H200_LABEL: FINAL4_H200,
             DSM_SMALL_LABEL: DSM_SMALL}
 # measured again later: each plan set counts once, at its latest measurement, among all kernels
 SUPERSEDED = (TRIAL_LABEL, RERUN_LABEL, SWEEP_LABEL, DSM_LABEL, *PREVIOUS_FINALS)
@@ -1175,6 +1180,13 @@ def main() -> int:
         "(`STEPS=bench PREFIX=final3_paper_ scripts/device_final2.sh`; benchmarks/kernels.md renders this run); the "
         "simulator does not model fused_wgmma's producer early wait, which measured 1.001x (geomean) on an H100.",
         FINAL3_H200, kept[FINAL3_H200_LABEL])
+    lines += frozen_picks_section(
+        "All 26 cases again with the generator of 2026-12-06 08:30 (out of sample)",
+        "The same 413 plans timed once more on the H200 after fused_wgmma's GEMM1 k-tile loop became unrolled "
+        "(capability.FUSED_GEMM1_UNROLL; `STEPS=bench PREFIX=final4_paper_ scripts/device_final2.sh`; "
+        "benchmarks/kernels.md renders this run); the simulator does not model the unroll, which measured 1.000x "
+        "(median) on an H100, nor the producer early wait.",
+        FINAL4_H200, kept[FINAL4_H200_LABEL])
     lines += own_machine_lines(calibrated)
     lines += run_to_run_lines(kept, calibrated)
     lines += evict_first_cap_lines(calibrated, kept[FINAL_LABEL])
