@@ -730,6 +730,14 @@ class FusedWgmmaCohort(FusedCohort):
             if item is not PHASE:
                 yield item
 
+    def release_drained(self) -> None:
+        """fused_wgmma.cu.j2 drains its wgmmas (wgmma.wait_group 0) at the end of GEMM0 and of each E sub-tile
+        and frees the stage they read right there, not during the next stage as within a loop: the producer
+        refills it now, and the next stage frees none."""
+        if self.tma_ring and not self._hold_first:
+            self._issue(refill=True)
+            self._hold_first = True
+
     def stage_mma(self, flops_per_block: float, smem_bytes_per_block: float = 0.0):
         """A stage as in Cohort.stage_mma, but never shorter than the consumer's barrier handshakes
         and wgmma issue (hw.wgmma_stage_handshake_ns for its block_m / 64 consumer warpgroups): with
@@ -753,6 +761,7 @@ class FusedWgmmaCohort(FusedCohort):
         smem1 = self.d_rows * self.sub_l * self.eb
         for _ in range(self.k_steps):
             yield from self.stage_mma(flops0, smem0)
+        self.release_drained()
         if self.cluster_size > 1 and self.env.now < t_start + self.barrier_ns:  # the start barrier's wait
             yield from self.cluster_barrier_until(t_start + self.barrier_ns)
         for nbytes in self._per_chunk("dsm_all_exchange")[0]:
@@ -785,6 +794,7 @@ class FusedWgmmaCohort(FusedCohort):
                         self.trace.span(self.sm_ids, "dsm_shuffle", "exchange", start, self.env.now)
                 for _ in range(kt1):
                     yield from self.stage_mma(flops1, smem1)
+            self.release_drained()
             if cl.reduce > 1:  # the E sub-tile goes to SMEM for the reduce-scatter
                 yield from self.smem_rmw("E partial", bm * self.sub_l * 4)
             elif red_inline:  # the consumer threads red.add the sub-tile from their accumulators
