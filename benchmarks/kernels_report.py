@@ -203,22 +203,25 @@ def previous_whole_run_bullet(prefix: str) -> list[str]:
         return []
     rs, env = rows_of(files, ROOT / "hw_configs" / "h200.yaml")
     st = run_stats(rs)
-    have = [r for r in rs if r.get("ours")]
-    odd = eager_outliers(have)
+    odd = eager_outlier_rows([r for r in rs if r.get("ours")])
     return [f"- The whole run before this one, the same plans with the generator of its time (results/h200/{prev}*.json, "
             f"{env.get('gpu')}, {env.get('date_utc', '?')[:16]} UTC; `--prefix {prev}` renders it): "
             f"{st['eager_x']:.2f}x over eager, {st['graphs_x']:.2f}x over graphs (geomean), {st['big_near']} of "
             f"{st['big']} within 1.3x of the floor, {st['small_fast']} of {st['small']} under 8 us, plans verified "
             f"{st['verified']}/{st['timed']}"
-            + (f"; its PyTorch eager outliers: {', '.join(r['case'] for r in have if r['eager'] and r['graph'] and r['eager'] > 1.5 * r['graph'])}"
-               if odd else "") + "."]
+            + (f"; its PyTorch eager outliers: {', '.join(r['case'] for r in odd)}" if odd else "") + "."]
+
+
+def eager_outlier_rows(have: list[dict[str, Any]], ratio: float = 1.5) -> list[dict[str, Any]]:
+    """The cases whose PyTorch eager time is over `ratio` times its CUDA-graphs time in the same run."""
+    return [r for r in have if r["eager"] and r["graph"] and r["eager"] > ratio * r["graph"]]
 
 
 def eager_outliers(have: list[dict[str, Any]], ratio: float = 1.5) -> list[str]:
     """A line on the cases whose PyTorch eager time is over `ratio` times its CUDA-graphs time in the same run
     (host gaps between eager's kernels, e.g. a cuDNN conv's setup, not GPU work) and the eager geomean without
     them, since they lift the eager figure."""
-    odd = [r for r in have if r["eager"] and r["graph"] and r["eager"] > ratio * r["graph"]]
+    odd = eager_outlier_rows(have, ratio)
     if not odd:
         return []
     rest = [r["eager"] / r["ours"] for r in have if r not in odd and r["eager"]]

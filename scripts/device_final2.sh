@@ -31,13 +31,11 @@ if [[ " $STEPS " == *" bench "* ]]; then
   done
 fi
 if [[ " $STEPS " == *" ncu "* ]]; then
-  bench_file() { local b="$DEST/$PREFIX$1$TAG.json"; [ -f "$b" ] || b="results/h200/$PREFIX$1$TAG.json"; echo "$b"; }
-  # the files' recorded generator switches may differ from the carried kernels' (today's): build those first
-  files=(); for wl in $WORKLOADS; do [ -f "$(bench_file "$wl")" ] && files+=("$(bench_file "$wl")"); done
-  step "prebuild the kernels ${files[*]} recorded"
-  [ ${#files[@]} -gt 0 ] && python3 scripts/prebuild_recorded.py "${files[@]}" --jobs 16 | tail -1
+  # ncu --all builds the kernels under each file's recorded generator switches, in parallel (the carried ones
+  # are today's; until 2026-12-06 it built them one by one and scripts/prebuild_recorded.py ran first)
   for wl in $WORKLOADS; do
-    B=$(bench_file "$wl")
+    B="$DEST/$PREFIX$wl$TAG.json"
+    [ -f "$B" ] || B="results/h200/$PREFIX$wl$TAG.json"
     step "ncu $wl ($B)"
     [ -f "$B" ] && { timeout 100 python3 -m fusesim.gpu.ncu --all "$B" "/tmp/ncu_$wl.json" | tail -2 \
       && cp "/tmp/ncu_$wl.json" "$DEST/$PREFIX$wl$TAG.json" || echo "ncu incomplete: $B keeps no counters"; }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fusesim.codegen import Source, _env
+from fusesim.codegen import Source, _conv, _env
 from fusesim.codegen.build import ARCH, COMMON
 from fusesim.plan import Plan
 
@@ -47,7 +47,6 @@ def nvcc_command(src: Source, nvcc: str = "nvcc") -> list[str]:
 def render_harness(plan: Plan, src: Source) -> str:
     ch = plan.chain
     cv = ch.conv
-    conv = None if cv is None else {"batch": cv.batch, "h": cv.h, "w": cv.w, "ic": cv.ic, "k1": cv.k1}
     problem = f"M x N x K x L = {ch.m} x {ch.n} x {ch.k} x {ch.l}"
     if cv is not None:
         problem += f" (conv {cv.k1}x{cv.k1} over {cv.batch}x{cv.h}x{cv.w}x{cv.ic} NHWC)"
@@ -58,7 +57,7 @@ def render_harness(plan: Plan, src: Source) -> str:
     return _env().get_template("harness.cu.j2").render(
         name=src.name, family=src.family, case_id=plan.case_id, strategy=plan.strategy, problem=problem,
         nvcc_line=" ".join(nvcc_command(src)), m=ch.m, n=ch.n, k=ch.k, l=ch.l, gated=ch.gated,
-        act_id=ACTIVATION_IDS[ch.activation], conv=conv, flops=ch.gemm0_flops + ch.gemm1_flops,
+        act_id=ACTIVATION_IDS[ch.activation], conv=_conv(plan), flops=ch.gemm0_flops + ch.gemm1_flops,
         min_bytes=ch.min_bytes,
     )
 

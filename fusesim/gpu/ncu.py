@@ -161,6 +161,36 @@ def so_kernel_stem(so: str) -> str:
     return Path(so).stem.rsplit("_", 1)[0]
 
 
+ALL_STRATEGIES = ("unfused", "smem", "dsm")
+
+
+def build_recorded(doc: dict[str, Any], strategies: tuple[str, ...] = ALL_STRATEGIES
+                   ) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], dict[str, bool | int]]:
+    """(case, plan row) of every verified plan of `strategies` in a bench JSON document, each row's "so" set to
+    its kernel rebuilt under the generator switches the run recorded (its "codegen" block; without one,
+    capability.FRAGMENT_EPILOGUE): the kernels it timed, a cache hit when they were carried along; the distinct
+    ones compiled in parallel. Also the switches."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fusesim.capability import FRAGMENT_EPILOGUE, codegen_switches, generator_switches
+    from fusesim.codegen import generate
+    from fusesim.codegen.build import build
+    from fusesim.plan import Plan
+
+    rows = [(c, r) for c in doc["cases"] for r in c.get("plans", [])
+            if r.get("strategy") in strategies and r.get("verify", {}).get("ok") and r.get("plan")]
+    with generator_switches(doc.get("codegen") or FRAGMENT_EPILOGUE):
+        switches = codegen_switches()
+        srcs = [generate(Plan.from_dict(r["plan"])) for _, r in rows]
+    distinct = {s.digest: s for s in srcs}
+    with ThreadPoolExecutor(min(16, os.cpu_count() or 2)) as ex:
+        built = dict(zip(distinct, ex.map(lambda s: str(build(s, "so")), distinct.values()), strict=True))
+    for (_, r), src in zip(rows, srcs, strict=True):
+        r["so"] = built[src.digest]
+    return rows, switches
+
+
 def _all_from_bench(bench_json: str, out: str, strategies: tuple[str, ...], work: Path,
                     metrics: tuple[str, ...] = METRICS, block: str = "ncu") -> int:
     """ncu every verified plan of `strategies` in a bench JSON in one ncu process; write it back with
@@ -168,22 +198,12 @@ def _all_from_bench(bench_json: str, out: str, strategies: tuple[str, ...], work
     switches the run recorded (its "codegen" block; without one, capability.FRAGMENT_EPILOGUE), so they are
     the kernels it timed (a cache hit when the run carries prebuilt kernels), and a bench JSON measured on
     another machine works too; the block records the switches."""
-    from fusesim.capability import FRAGMENT_EPILOGUE, codegen_switches, generator_switches
-    from fusesim.codegen import generate
-    from fusesim.codegen.build import build
-    from fusesim.plan import Plan
-
     exe = shutil.which("ncu")
     if exe is None:
         print("ncu not found")
         return 1
     doc = json.loads(Path(bench_json).read_text())
-    rows = [(c, r) for c in doc["cases"] for r in c.get("plans", [])
-            if r.get("strategy") in strategies and r.get("verify", {}).get("ok") and r.get("plan")]
-    with generator_switches(doc.get("codegen") or FRAGMENT_EPILOGUE):
-        switches = codegen_switches()
-        for _, r in rows:
-            r["so"] = str(build(generate(Plan.from_dict(r["plan"])), "so"))
+    rows, switches = build_recorded(doc, strategies)
     work.mkdir(parents=True, exist_ok=True)
     spec = work / "ncu_many.json"
     distinct = {r["so"]: c["chain"] for c, r in rows}  # a plan listed twice is launched once
@@ -308,10 +328,10 @@ if __name__ == "__main__":
     if sys.argv[1] == "--launch-many":
         sys.exit(_launch_many(sys.argv[2]))
     if sys.argv[1] == "--all":
-        strat = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else ("unfused", "smem", "dsm")
+        strat = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else ALL_STRATEGIES
         sys.exit(_all_from_bench(sys.argv[2], sys.argv[3], strat, Path("/tmp/ncu_work")))
     if sys.argv[1] == "--smem":
-        strat = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else ("unfused", "smem", "dsm")
+        strat = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else ALL_STRATEGIES
         rc = _all_from_bench(sys.argv[2], sys.argv[3], strat, Path("/tmp/ncu_work"), SMEM_METRICS, "ncu_smem")
         audit = smem_compact(json.loads(Path(sys.argv[3]).read_text()))
         Path(sys.argv[3]).write_text(json.dumps(audit, indent=1))
