@@ -20,7 +20,7 @@ import pytest
 from fusesim.codegen import generate
 from fusesim.codegen.build import write_source
 from fusesim.codegen.handplans import representative_plans
-from fusesim.codegen.harness import NVCC_FLAGS, harness_name, nvcc_command, render_harness, write_harness
+from fusesim.codegen.harness import nvcc_command, render_harness, write_harness
 
 ROOT = Path(__file__).resolve().parents[1]
 # one per template family, covering gating, implicit im2col (two images), split-K, cluster exchanges
@@ -83,10 +83,11 @@ def _build(plan, out: Path) -> Path:
     src = generate(plan)
     write_source(src, out)
     write_harness(plan, src, out)
-    cmd = nvcc_command(src, shutil.which("nvcc") or "nvcc")
+    nvcc = shutil.which("nvcc") or "nvcc"
+    # the user's path: the written Makefile (nvcc_command's line where make is missing)
+    cmd = ["make", f"NVCC={nvcc}", src.name] if shutil.which("make") else nvcc_command(src, nvcc)
     res = subprocess.run(cmd, cwd=out, capture_output=True, text=True, timeout=900)
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert harness_name(src) in cmd and all(f in cmd for f in NVCC_FLAGS)
+    assert res.returncode == 0, res.stdout[-1500:] + res.stderr[-3000:]
     return out / src.name
 
 
