@@ -21,7 +21,7 @@ first consumer's last wgmma: results/h200/probe_sync_*.json).
     python3 scripts/probe_fused_wgmma_stages.py --sim OUT.json [HW.yaml]  (here: next to the simulator's)
     python3 scripts/probe_fused_wgmma_stages.py [--from GLOB] --build CASE:INDEX ...  (here: into FUSESIM_CACHE)
 (--from GLOB: the plans of those bench files instead of the final run's, e.g. the wgmma im2col run's; an
-implicit-im2col kernel gets its producer's stamps too, see producer_lags)
+implicit-im2col kernel gets its producer's stamps too, see producer_lags; PROBE_SWITCHES: see main)
 """
 
 from __future__ import annotations
@@ -62,6 +62,12 @@ PRODUCER = [  # the implicit-im2col producer loop (fused_wgmma.cu.j2 `{% if im2c
      "    for (int j = JOBS > LAG ? JOBS - LAG : 0; j < KT0; ++j) {\n      fs::wg::mbar_arrive(full + j % STAGES);\n"
      "      if (threadIdx.x == 0 && j < FS_MAX_JOBS) g_fs_st[blockIdx.x][FS_ARR + j] = fs_now();\n    }\n"),
 ]
+# the block's last statement: the exit cluster barrier (its wait half only where the arrive went early:
+# capability.FUSED_EARLY_EXIT_ARRIVE's reduce-scatter plans; a relaxed arrive and the wait: FUSED_RELAXED_ARRIVE)
+EXIT_BARRIERS = ("  if constexpr (CLUSTER > 1) fs::cluster_sync();  // own SMEM outlives the peers' pushes and copies\n",
+                 "  fs::cluster_wait();  // own SMEM outlives the peers' pushes and copies\n",
+                 "  if constexpr (CLUSTER > 1) {  // own SMEM outlives the peers' pushes and copies (each waited on by its "
+                 "receiver)\n    fs::cluster_arrive_relaxed();\n    fs::cluster_wait();\n  }\n")
 WAIT = "fs::wg::mbar_wait(full + s, (j / STAGES) & 1);\n"
 STAMP_JOB = ("fs::wg::mbar_wait(full + s, (j / STAGES) & 1);\n"
              "          if (threadIdx.x == 128 && j < FS_MAX_JOBS) { g_fs_st[blockIdx.x][5 + j] = fs_now(); "
@@ -70,6 +76,7 @@ STAMP_JOB = ("fs::wg::mbar_wait(full + s, (j / STAGES) & 1);\n"
 
 def instrument(code: str) -> str:
     """Insert the stamps into a fused_wgmma translation unit."""
+    exit_barrier = next(b for b in EXIT_BARRIERS if f"  (void)ecol0;\n{b}}}\n" in code)
     marks = [
         ('#include "wgmma.cuh"\n', '#include "wgmma.cuh"\n' + STAMP_DECL),
         ("  if (!fs::launch_ok(THREADS, GRID, CLUSTER)) return;\n",
@@ -77,8 +84,8 @@ def instrument(code: str) -> str:
          "  if (threadIdx.x == 128) g_fs_st[blockIdx.x][0] = fs_now();\n"),
         ("    fs::wg::wgmma_wait<0>();\n    pin(acc0);\n",
          "    fs::wg::wgmma_wait<0>();\n    if (threadIdx.x == 128) g_fs_st[blockIdx.x][1] = fs_now();\n    pin(acc0);\n"),
-        ("  (void)ecol0;\n  if constexpr (CLUSTER > 1) fs::cluster_sync();  // own SMEM outlives the peers' pushes and copies\n}\n",
-         "  (void)ecol0;\n  if constexpr (CLUSTER > 1) fs::cluster_sync();  // own SMEM outlives the peers' pushes and copies\n"
+        (f"  (void)ecol0;\n{exit_barrier}}}\n",
+         f"  (void)ecol0;\n{exit_barrier}"
          "  if (threadIdx.x == 128) {\n    unsigned int sm;\n    asm volatile(\"mov.u32 %0, %%smid;\" : \"=r\"(sm));\n"
          "    g_fs_st[blockIdx.x][2] = fs_now();\n    g_fs_st[blockIdx.x][3] = sm;\n  }\n}\n"),
     ]
@@ -93,9 +100,8 @@ def instrument(code: str) -> str:
         ("      fs::cluster_sync();  // every partial E is in ebuf and every ring (which erecv reuses) is drained\n",
          "      fs::cluster_sync();  // every partial E is in ebuf and every ring (which erecv reuses) is drained\n"
          "      if (threadIdx.x == 128) g_fs_st[blockIdx.x][FS_TAIL + 2] = fs_now();\n"),
-        ("    fs::wg::mbar_wait_cluster(rbar, 0);\n    const float* mine",
-         "    fs::wg::mbar_wait_cluster(rbar, 0);\n    if (threadIdx.x == 128) g_fs_st[blockIdx.x][FS_TAIL + 3] = fs_now();\n"
-         "    const float* mine"),
+        ("    fs::wg::mbar_wait_cluster(rbar, 0);\n",  # (the early exit arrive follows it where switched on)
+         "    fs::wg::mbar_wait_cluster(rbar, 0);\n    if (threadIdx.x == 128) g_fs_st[blockIdx.x][FS_TAIL + 3] = fs_now();\n"),
         ("  if constexpr (N_SPLIT > 1) {\n    // inter_cluster_reduce",
          "  if (threadIdx.x == 128) g_fs_st[blockIdx.x][FS_TAIL + 4] = fs_now();\n"
          "  if constexpr (N_SPLIT > 1) {\n    // inter_cluster_reduce"),
@@ -305,6 +311,17 @@ def simulated(plan_dict: dict, hw_path: str, switches: dict | None = None) -> di
 
 
 def main() -> int:
+    """PROBE_SWITCHES='{"switch": value, ...}' in the environment builds and probes the kernels with those
+    generator switches instead of today's (codegen_switches' keys; recorded in the output's "codegen")."""
+    import os
+
+    from fusesim.capability import codegen_switches, generator_switches
+
+    with generator_switches({**codegen_switches(), **json.loads(os.environ.get("PROBE_SWITCHES", "{}"))}):
+        return _main()
+
+
+def _main() -> int:
     if sys.argv[1] == "--sim":  # --sim OUT.json [HW.yaml]
         data = json.loads(Path(sys.argv[2]).read_text())
         hw_path = sys.argv[3] if len(sys.argv) > 3 else "hw_configs/h200_calibrated.yaml"

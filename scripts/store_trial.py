@@ -61,16 +61,16 @@ def fastest_distinct(timed: list, n: int) -> list:
     return out[:n]
 
 
-def fastest_final_plans(keep, n: int):
-    """(case, Plan) of each paper case's `n` fastest distinct plans of the final run
-    (results/h200/final_paper_*.json) that `keep(plan)` accepts, cases in paper order, fastest first."""
+def fastest_final_plans(keep, n: int, pattern: str = "results/h200/final_paper_*.json"):
+    """(case, Plan) of each paper case's `n` fastest distinct plans of a whole run (by default the first
+    final run's files) that `keep(plan)` accepts, cases in paper order, fastest first."""
     import glob
 
     from fusesim.plan import Plan
     from fusesim.report.measured import load_measured
 
     by_case: dict[str, list] = {}
-    for m in load_measured(sorted(glob.glob("results/h200/final_paper_*.json"))).items:
+    for m in load_measured(sorted(glob.glob(pattern))).items:
         if m.plan_dict is not None and keep(plan := Plan.from_dict(m.plan_dict)):
             by_case.setdefault(m.case, []).append((m.time_us, plan))
     for case in sorted(by_case, key=lambda c: (c[0], int(c[1:]))):
