@@ -113,10 +113,18 @@ FUSED_PRODUCER_EARLY_WAIT = True
 # all verified, took 0.935-1.017x the time unrolled (median 1.000x, geomean 0.996x; C1 dsm 0.945x, G1 0.935x;
 # results/h200/gemm1_unroll_trial_h100.json, an H100)
 FUSED_GEMM1_UNROLL = True
+# fused_wgmma's cluster barrier arrives at entry (after the mbarrier-init fence) and at exit (after the block's
+# acquire waits on everything addressed to it) with .relaxed instead of .release semantics
+# (`fused_wgmma_relaxed_arrive`); False: barrier.cluster.arrive.release, a cluster-scope release of every earlier
+# memory operation of the thread. On since 2026-12-06: the two fastest cluster plans of each of the 17 cases whose
+# floor is under 10 us in the last whole run (34), built both ways, all verified, took 0.886-0.974x the time relaxed
+# (median 0.932x, 0.48-1.02 us less, median 0.76; results/h200/relaxed_arrive_trial_h100.json, an H100)
+FUSED_RELAXED_ARRIVE = True
 # what a measured file without a "codegen" block ran: the gemm_wgmma template before the staging
 FRAGMENT_EPILOGUE = {"gemm_staged_store": False, "gemm_staged_red": False, "convert_batch": 1,
                      "im2col_rows_hoisted": False, "fused_staged_e": False, "fused_early_exit_arrive": False,
-                     "wgmma_im2col_tma": False, "fused_producer_early_wait": False, "fused_gemm1_unroll": False}
+                     "wgmma_im2col_tma": False, "fused_producer_early_wait": False, "fused_gemm1_unroll": False,
+                     "fused_relaxed_arrive": False}
 
 
 def codegen_switches() -> dict[str, bool | int]:
@@ -125,7 +133,7 @@ def codegen_switches() -> dict[str, bool | int]:
             "convert_batch": CONVERT_BATCH, "im2col_rows_hoisted": IM2COL_ROWS_HOISTED,
             "fused_staged_e": FUSED_STAGED_E, "fused_early_exit_arrive": FUSED_EARLY_EXIT_ARRIVE,
             "wgmma_im2col_tma": WGMMA_IM2COL_TMA, "fused_producer_early_wait": FUSED_PRODUCER_EARLY_WAIT,
-            "fused_gemm1_unroll": FUSED_GEMM1_UNROLL}
+            "fused_gemm1_unroll": FUSED_GEMM1_UNROLL, "fused_relaxed_arrive": FUSED_RELAXED_ARRIVE}
 
 
 @contextmanager
@@ -136,11 +144,13 @@ def generator_switches(switches: dict[str, bool | int]) -> Iterator[None]:
     "fused_early_exit_arrive", fused_wgmma's staged E or early exit arrive: False; without
     "wgmma_im2col_tma", the cp.async im2col loader: False; without "fused_producer_early_wait", the
     producer's entry wait after its loop: False; without "fused_gemm1_unroll", GEMM1's k-tile loop rolled:
-    False)."""
+    False; without "fused_relaxed_arrive", the release arrives: False)."""
     global GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E
     global FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT, FUSED_GEMM1_UNROLL
+    global FUSED_RELAXED_ARRIVE
     saved = (GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E,
-             FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT, FUSED_GEMM1_UNROLL)
+             FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT, FUSED_GEMM1_UNROLL,
+             FUSED_RELAXED_ARRIVE)
     GEMM_STAGED_STORE = bool(switches.get("gemm_staged_store", GEMM_STAGED_STORE))
     GEMM_STAGED_RED = bool(switches.get("gemm_staged_red", GEMM_STAGED_RED))
     CONVERT_BATCH = int(switches.get("convert_batch", 1 if switches else CONVERT_BATCH))
@@ -152,11 +162,13 @@ def generator_switches(switches: dict[str, bool | int]) -> Iterator[None]:
     FUSED_PRODUCER_EARLY_WAIT = bool(switches.get("fused_producer_early_wait",
                                                   False if switches else FUSED_PRODUCER_EARLY_WAIT))
     FUSED_GEMM1_UNROLL = bool(switches.get("fused_gemm1_unroll", False if switches else FUSED_GEMM1_UNROLL))
+    FUSED_RELAXED_ARRIVE = bool(switches.get("fused_relaxed_arrive", False if switches else FUSED_RELAXED_ARRIVE))
     try:
         yield
     finally:
         (GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E,
-         FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT, FUSED_GEMM1_UNROLL) = saved
+         FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT, FUSED_GEMM1_UNROLL,
+         FUSED_RELAXED_ARRIVE) = saved
 
 
 # the wgmma templates' implicit im2col A loader (k1 x k1 conv chains): False keeps those chains on mma_sync

@@ -8,6 +8,8 @@
 # Prepare HERE: bash scripts/device_wheels.sh; python3 scripts/prebuild.py --representatives --oddshapes --sanitize
 # --stage DIR/.fscache (with any other run's plans); tar -cf - -C DIR .fscache | xz -9 -T2 > .fscarry/cache.tar.xz.
 # Then: run(command="scripts/device_checks.sh $OUT", carry=[".whl", ".fscarry"]). Files end in _h100 on an H100.
+# NAME names the files (checks_*); SAN_ONLY=TEXT sanitizes only the families whose name contains it; T_TESTS, T_ODD,
+# T_SAN bound the three steps (s).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:?usage: scripts/device_checks.sh OUT_DIR}
@@ -22,6 +24,8 @@ timeout "${T_TESTS:-200}" python3 -m pytest -q -m gpu tests/test_gpu.py -p no:ca
 step "odd shapes"
 timeout "${T_ODD:-150}" python3 -m fusesim.gpu.oddshapes --out "$DEST/${NAME}_oddshapes$TAG.json" | tail -4 || rc=1
 step "compute-sanitizer"
-timeout "${T_SAN:-200}" python3 -m fusesim.gpu.sanitize --out "$DEST/${NAME}_sanitize$TAG.json" | tail -8 || rc=1
+# shellcheck disable=SC2086
+timeout "${T_SAN:-200}" python3 -m fusesim.gpu.sanitize ${SAN_ONLY:+--only "$SAN_ONLY"} --out "$DEST/${NAME}_sanitize$TAG.json" \
+  | tail -8 || rc=1
 step "done rc=$rc"
 exit $rc

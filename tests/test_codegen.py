@@ -152,15 +152,40 @@ def test_fused_wgmma_exit_barrier_arrives_once_everything_addressed_to_the_block
     plans = representative_plans()
     rs = generate(plans["fused_wgmma_exchange_shuffle_reduce"]).code
     wait_rbar = rs.index("fs::wg::mbar_wait_cluster(rbar, 0);")
-    assert rs.index("fs::cluster_arrive();", wait_rbar) < rs.index("const float* mine", wait_rbar)
+    assert rs.index("fs::cluster_arrive", wait_rbar) < rs.index("const float* mine", wait_rbar)
     assert "fs::cluster_wait();  // own SMEM outlives" in rs and "fs::cluster_sync();  // own SMEM" not in rs
     no_rs = plans["fused_wgmma_staged_e_m128_shuffle"]
     assert no_rs.cluster.size > 1 and not fused_wgmma_early_exit_arrive(no_rs)
     assert "exit barrier's arrive" not in generate(no_rs).code
     for name in ("fused_wgmma_exchange_shuffle_reduce", "fused_wgmma_reduce_receive_aliased"):
-        with generator_switches({**codegen_switches(), "fused_early_exit_arrive": False}):
+        with generator_switches({**codegen_switches(), "fused_early_exit_arrive": False, "fused_relaxed_arrive": False}):
             old = generate(plans[name]).code
         assert "exit barrier's arrive" not in old and "fs::cluster_sync();  // own SMEM outlives" in old, name
+
+
+def test_fused_wgmma_cluster_barrier_arrives_are_relaxed():
+    """With FUSED_RELAXED_ARRIVE fused_wgmma's start barrier (after the mbarrier-init fence) and its exit barrier
+    (early or not) arrive with .relaxed semantics; the barrier before a reduce-scatter into the ring, which publishes
+    the E partials, keeps its .release. Off (files recorded before it), the sources are those with .release arrives."""
+    from fusesim.capability import codegen_switches, generator_switches
+
+    plans = representative_plans()
+    fwg = {n: p for n, p in plans.items() if p.instruction == "wgmma" and p.strategy != "unfused"}
+    assert any(p.cluster.size > 1 for p in fwg.values()) and "fused_wgmma_reduce_receive_aliased" in fwg
+    for name, plan in fwg.items():
+        code = generate(plan).code
+        with generator_switches({**codegen_switches(), "fused_relaxed_arrive": False}):
+            old = generate(plan).code
+        assert code.count("fs::cluster_arrive_relaxed();") == 2 and "cluster_arrive_relaxed" not in old, name
+        first = code.index("fs::cluster_arrive_relaxed();")
+        assert code.index("fs::wg::mbar_init_fence();") < first < code.index("fs::wg::tma_prefetch_desc"), name
+        if "fs::cluster_sync();  // every partial E is in ebuf" in old:
+            assert "fs::cluster_sync();  // every partial E is in ebuf" in code, name
+        assert code.replace("fs::cluster_arrive_relaxed();", "fs::cluster_arrive();") != code, name
+    # the exit of a cluster kernel without a reduce-scatter: a relaxed arrive, then the wait
+    exit_code = generate(plans["fused_wgmma_staged_e_m128_shuffle"]).code
+    tail = exit_code[exit_code.index("(void)ecol0;"):]
+    assert tail.index("fs::cluster_arrive_relaxed();") < tail.index("fs::cluster_wait();")
 
 
 def test_fused_wgmma_producer_waits_on_the_entry_barrier_before_the_first_slot_freed_after_it():

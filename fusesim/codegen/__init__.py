@@ -194,7 +194,7 @@ def render_fused_wgmma(plan: Plan, name: str) -> str:
         im2col_tma=capability.wgmma_im2col_tma(plan.chain),
         e_staged=capability.fused_wgmma_e_staged(plan), early_exit_arrive=capability.fused_wgmma_early_exit_arrive(plan),
         producer_early_wait=capability.fused_wgmma_producer_early_wait(plan),
-        gemm1_unroll=capability.FUSED_GEMM1_UNROLL,
+        gemm1_unroll=capability.FUSED_GEMM1_UNROLL, relaxed_arrive=capability.FUSED_RELAXED_ARRIVE,
     )
 
 
