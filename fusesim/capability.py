@@ -556,6 +556,14 @@ def fused_wgmma_early_exit_arrive(plan: Plan) -> bool:
             and plan.cluster.size > 1 and max(plan.cluster.reduce, 1) > 1)
 
 
+def fused_wgmma_release_arrives(plan: Plan) -> bool:
+    """Whether fused_wgmma.cu.j2's start and exit cluster barriers arrive with .release semantics (a cluster
+    plan without FUSED_RELAXED_ARRIVE): each holds its threads for a cluster-scope release, the start one
+    before the producer issues its first load (what the simulator charges: hw.cluster_release_ns)."""
+    return (plan.instruction == "wgmma" and plan.strategy != "unfused" and plan.cluster.size > 1
+            and not FUSED_RELAXED_ARRIVE)
+
+
 def fused_wgmma_problem(plan: Plan) -> str | None:
     """Why the fused_wgmma template cannot instantiate this smem/dsm plan (None: it can). Supported:
     block_m 64 | 128 (threads 128 x (1 + block_m / 64)), block_n 64 | 128 | 256 (sequential gating

@@ -41,7 +41,7 @@ _OPTIONAL = {"cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_asy
              "inter_cluster_ticket_ns", "l2_fragment_reduction_gbps_per_sm", "l2_fragment_reduction_bandwidth_gbps",
              "l2_row_reduction_gbps_per_sm", "l2_row_reduction_bandwidth_gbps", "pdl_release_us", "im2col_decode_ns",
              "inter_cluster_convert_ns", "inter_cluster_convert_round_trip_ns", "wgmma_im2col_arrive_ns",
-             "wgmma_im2col_react_ns"}
+             "wgmma_im2col_react_ns", "cluster_release_ns"}
 
 
 # The by-cluster-size tables (keys: cluster sizes 2 .. max_cluster_size); the bulk one is optional.
@@ -147,6 +147,11 @@ class Hardware(BaseModel):
     # barrier waits for the latest of n, cluster_barrier_skew_ns x E[max of n standard normals] beyond
     # the typical block (None: the blocks of a cluster arrive together)
     cluster_barrier_skew_ns: float | None = Field(default=None, ge=0)
+    # what a barrier.cluster.arrive with .release semantics holds its thread beyond a .relaxed one (a cluster-scope
+    # release of the thread's earlier memory operations): charged at fused_wgmma's start barrier, whose arrive
+    # comes before the first load is issued, where FUSED_RELAXED_ARRIVE is off; the barriers after work carry it
+    # in cluster_barrier_skew_ns, measured on .release barriers (None: 0)
+    cluster_release_ns: float | None = Field(default=None, ge=0)
     # fixed cost of every real kernel beyond an empty kernel's launch (None: 0)
     kernel_start_us: float | None = Field(default=None, ge=0)
     # throughput of the generated kernels' fp32 red.global.add into L2 (None: plain L2 bandwidth)
@@ -229,6 +234,9 @@ class Hardware(BaseModel):
             if max(self.wgmma_stage_handshake_ns.values()) > MAX_REFILL_NS:
                 raise ValueError(f"wgmma_stage_handshake_ns: larger than {MAX_REFILL_NS} ns (the instruction work "
                                  "of one pipeline stage)")
+        if self.cluster_release_ns is not None and self.cluster_release_ns > MAX_BARRIER_SKEW_NS:
+            raise ValueError(f"cluster_release_ns: larger than {MAX_BARRIER_SKEW_NS} ns (a cluster-scope release "
+                             "fence takes a fraction of a microsecond)")
         if self.cluster_barrier_skew_ns is not None and self.cluster_barrier_skew_ns > MAX_BARRIER_SKEW_NS:
             raise ValueError(f"cluster_barrier_skew_ns: larger than {MAX_BARRIER_SKEW_NS} ns (blocks of one "
                              "cluster drift apart by a fraction of a microsecond between barriers)")

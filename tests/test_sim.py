@@ -1039,6 +1039,35 @@ def test_fused_wgmma_exit_barrier_runs_under_the_sum_and_stores_with_an_early_ar
     assert simulate(reps["fused_wgmma_conv3x3_smem"], hw).time_ns == single
 
 
+def test_release_arrives_hold_fused_wgmma_cluster_blocks():
+    """Without FUSED_RELAXED_ARRIVE fused_wgmma's start arrive holds every thread for hw.cluster_release_ns before
+    the first load is issued, so the whole block runs that much later (the exit arrive's release lies in the
+    measured cluster-barrier skew); relaxed, nothing. A cluster of 1 has no cluster barrier, and a file without the
+    value charges nothing."""
+    from fusesim.capability import codegen_switches, generator_switches
+    from fusesim.codegen.handplans import representative_plans
+
+    hw = load_hardware("hw_configs/h200_calibrated.yaml")
+    rel = hw.cluster_release_ns
+    assert rel and rel > 0
+    reps = representative_plans()
+
+    def first_mma_ns(res) -> float:
+        return min(e["ts"] for e in res.trace or [] if e.get("ph") == "X" and e.get("name") == "mma") * 1e3
+
+    for name in ("fused_wgmma_exchange_shuffle_reduce", "fused_wgmma_staged_e_m128_shuffle"):
+        plan = reps[name]
+        relaxed = simulate(plan, hw, trace=True)
+        with generator_switches({**codegen_switches(), "fused_relaxed_arrive": False}):
+            release = simulate(plan, hw, trace=True)
+            none = simulate(plan, hw.model_copy(update={"cluster_release_ns": None})).time_ns
+            single = simulate(reps["fused_wgmma_conv3x3_smem"], hw).time_ns
+        assert first_mma_ns(release) - first_mma_ns(relaxed) == pytest.approx(rel, rel=0.01), name
+        assert release.time_ns - relaxed.time_ns == pytest.approx(rel, rel=0.05), name
+        assert none == pytest.approx(relaxed.time_ns, rel=1e-6), name
+    assert simulate(reps["fused_wgmma_conv3x3_smem"], hw).time_ns == single
+
+
 def test_wgmma_im2col_by_tma_is_a_tma_stage():
     """With WGMMA_IM2COL_TMA the implicit-im2col A tile is one TMA load: the simulator moves the stage at the TMA
     rate and the consumers see it full when its bytes land, not LAG loads later after the producer's cp.async

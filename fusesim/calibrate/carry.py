@@ -30,7 +30,7 @@ TARGETS = (ROOT / "hw_configs" / "h100_sxm.yaml", ROOT / "hw_configs" / "h100_pc
 # how each mechanism moves to a part with another SM clock
 CLOCKED_NS = ("cp_async_refill_ns", "wgmma_stage_handshake_ns", "cluster_barrier_skew_ns", "tma_refill_ns",
               "wgmma_im2col_arrive_ns", "wgmma_im2col_react_ns", "im2col_decode_ns", "inter_cluster_ticket_ns",
-              "inter_cluster_convert_ns", "inter_cluster_convert_round_trip_ns")
+              "inter_cluster_convert_ns", "inter_cluster_convert_round_trip_ns", "cluster_release_ns")
 CLOCKED_RATE = ("l2_fragment_reduction_gbps_per_sm", "l2_row_reduction_gbps_per_sm", "dsm_bulk_bandwidth_gbps_per_sm")
 L2_RATE = ("l2_reduction_bandwidth_gbps", "l2_fragment_reduction_bandwidth_gbps", "l2_row_reduction_bandwidth_gbps")
 UNSCALED = ("cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "kernel_start_us", "graph_kernel_gap_us",

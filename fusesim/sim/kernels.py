@@ -724,6 +724,24 @@ class FusedWgmmaCohort(FusedCohort):
     barrier only when its receive slots reuse the ring). The start barrier is arrived after mbarrier
     init and waited before the first push, so it overlaps the first loads; one barrier before exit."""
 
+    def run(self):
+        # every thread, the producer's too, arrives on the start cluster barrier before the first load is
+        # issued: with .release semantics that arrive holds it for a cluster-scope release. (The exit arrive's
+        # release is not charged apart: the cluster-barrier skew was measured on .release barriers and holds it.)
+        yield from self.release_arrive()
+        yield from super().run()
+
+    def release_arrive(self):
+        """The start cluster barrier's arrive with .release semantics (`capability.fused_wgmma_release_arrives`):
+        hw.cluster_release_ns beyond a relaxed one."""
+        rel = self.hw.cluster_release_ns or 0.0
+        if rel <= 0 or self.cluster_size <= 1 or not capability.fused_wgmma_release_arrives(self.plan):
+            return
+        start = self.env.now
+        yield self.env.timeout(rel)
+        if self.trace is not None:
+            self.trace.span(self.sm_ids, "barrier arrive (release)", "barrier", start, self.env.now)
+
     def loads(self) -> Iterator[tuple[Granules, int] | object]:
         # the mma.sync kernel's loads with its PHASE boundaries removed: one ring for every tile
         for item in super().loads():
