@@ -42,8 +42,12 @@ PROD = MAX_JOBS + 5 + len(TAIL)  # first producer slot
 SYNC = PROD + 2 * MAX_JOBS  # warpgroups 0 (producer), 1, 2 (consumers) reaching the block barrier before the store
 SYNC_WHO = ("producer", "consumer_wg1", "consumer_wg2")
 WIDTH = SYNC + len(SYNC_WHO)
+# a TMA-producer kernel's prologue (the producer slots are the im2col producer's otherwise; these two, the last of
+# them, stay free there below 254 GEMM0 jobs): thread 0 past the block barrier after mbarrier init, and done
+# issuing job 0's loads
+PRO_SYNCED, PRO_ISSUED = SYNC - 2, SYNC - 1
 STAMP_DECL = (f"\n#define FS_MAX_JOBS {MAX_JOBS}\n#define FS_TAIL (FS_MAX_JOBS + 5)\n#define FS_PROD {PROD}"
-              f"\n#define FS_ARR {PROD + MAX_JOBS}\n#define FS_SYNC {SYNC}"
+              f"\n#define FS_ARR {PROD + MAX_JOBS}\n#define FS_SYNC {SYNC}\n#define FS_PRO {PRO_SYNCED}"
               + stamp_decl(f"g_fs_st[2048][{WIDTH}]", "g_fs_st"))
 # slots per block: 0 entry, 1 GEMM0 done, 2 end, 3 SM id, 4 jobs stamped, 5.. one per job, then TAIL
 # (0 where the plan has no such step); then, for an implicit-im2col kernel, the producer's thread 0 per
@@ -68,6 +72,10 @@ EXIT_BARRIERS = ("  if constexpr (CLUSTER > 1) fs::cluster_sync();  // own SMEM 
                  "  fs::cluster_wait();  // own SMEM outlives the peers' pushes and copies\n",
                  "  if constexpr (CLUSTER > 1) {  // own SMEM outlives the peers' pushes and copies (each waited on by its "
                  "receiver)\n    fs::cluster_arrive_relaxed();\n    fs::cluster_wait();\n  }\n")
+PROLOGUE = [("  if (wg == 0) {\n", "  if (wg == 0) {\n    if (threadIdx.x == 0) g_fs_st[blockIdx.x][FS_PRO] = fs_now();\n")]
+ISSUED = "          }\n        } else {\n          const int u = j - KT0;"
+ISSUED_STAMP = ("          }\n          if (j == 0) g_fs_st[blockIdx.x][FS_PRO + 1] = fs_now();\n        } else {\n"
+                "          const int u = j - KT0;")
 WAIT = "fs::wg::mbar_wait(full + s, (j / STAGES) & 1);\n"
 STAMP_JOB = ("fs::wg::mbar_wait(full + s, (j / STAGES) & 1);\n"
              "          if (threadIdx.x == 128 && j < FS_MAX_JOBS) { g_fs_st[blockIdx.x][5 + j] = fs_now(); "
@@ -111,6 +119,9 @@ def instrument(code: str) -> str:
     code = apply_marks(code, tail, once=True)
     if "arows.load_sw128" in code:
         code = apply_marks(code, PRODUCER, once=True)
+    else:
+        code = apply_marks(code, PROLOGUE, once=True)
+        code = code.replace(ISSUED, ISSUED_STAMP)  # the job loop is rendered once or twice (the early wait's halves)
     if code.count(WAIT) != 2:  # GEMM0's and GEMM1's consumer waits (the producer waits on `empty`)
         raise SystemExit("template changed: expected two consumer full-barrier waits")
     return code.replace(WAIT, STAMP_JOB)
@@ -163,6 +174,9 @@ def block_summary(row: list[int], kt0: int, t_ref: int, stages: int = 0) -> dict
     steps["tail_end"] = end - prev
     if stages and row[PROD]:  # the im2col producer: see producer_lags
         steps.update(producer_lags(row, n, kt0, stages))
+    elif row[PRO_SYNCED] and row[PRO_ISSUED]:  # a TMA producer: its prologue, from the first consumer's entry
+        steps["pro_synced"] = (row[PRO_SYNCED] - row[0]) / 1e3
+        steps["pro_issued"] = (row[PRO_ISSUED] - row[0]) / 1e3
     last = row[5 + MAX_JOBS]  # GEMM1's last wgmma done (first consumer thread)
     for i, who in enumerate(SYNC_WHO):  # each warpgroup at the block barrier, from that moment
         if last and row[SYNC + i]:
@@ -270,7 +284,9 @@ def line(s: dict[str, float]) -> str:
             f"g0 done +{s['g0_last_to_done'] * 1e3:4.0f} | exchange {s['exchange']:.2f} | g1 {s['g1_per_stage'] * 1e3:5.0f} "
             f"ns/stage | tail {s['tail']:.2f} | end {s['end']:.2f} (max {s['end_max']:.2f}, entries to {s['entry_max']:.2f})"
             + (f" | producer: react {s['p_react'] * 1e3:.0f} ns, issue->arrive {s['p_issue_to_arrive'] * 1e3:.0f} ns, "
-               f"consumer wake {s['c_wake'] * 1e3:.0f} ns" if "p_react" in s else ""))
+               f"consumer wake {s['c_wake'] * 1e3:.0f} ns" if "p_react" in s else "")
+            + (f" | prologue: past the block barrier {s['pro_synced'] * 1e3:.0f} ns, job 0 issued "
+               f"{s['pro_issued'] * 1e3:.0f} ns" if "pro_issued" in s else ""))
 
 
 def probe_switches(data: dict) -> dict:
