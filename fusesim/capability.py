@@ -120,16 +120,11 @@ FUSED_GEMM1_UNROLL = True
 # floor is under 10 us in the last whole run (34), built both ways, all verified, took 0.886-0.974x the time relaxed
 # (median 0.932x, 0.48-1.02 us less, median 0.76; results/h200/relaxed_arrive_trial_h100.json, an H100)
 FUSED_RELAXED_ARRIVE = True
-# fused_wgmma's producer thread issues its first jobs' loads inside the prologue, as soon as the ring's barriers are
-# initialised, instead of after the block barrier, the start cluster arrive and its branch (`fused_wgmma_early_issue`;
-# the TMA producer only): 0 none, 1 job 0, -1 every stage the ring starts with. Per-block timelines had job 0 issued
-# 0.64-0.70 us after the first consumer's entry (results/h200/probe_prologue_h100.json, an H100)
-FUSED_EARLY_ISSUE = 0
 # what a measured file without a "codegen" block ran: the gemm_wgmma template before the staging
 FRAGMENT_EPILOGUE = {"gemm_staged_store": False, "gemm_staged_red": False, "convert_batch": 1,
                      "im2col_rows_hoisted": False, "fused_staged_e": False, "fused_early_exit_arrive": False,
                      "wgmma_im2col_tma": False, "fused_producer_early_wait": False, "fused_gemm1_unroll": False,
-                     "fused_relaxed_arrive": False, "fused_early_issue": 0}
+                     "fused_relaxed_arrive": False}
 
 
 def codegen_switches() -> dict[str, bool | int]:
@@ -138,8 +133,7 @@ def codegen_switches() -> dict[str, bool | int]:
             "convert_batch": CONVERT_BATCH, "im2col_rows_hoisted": IM2COL_ROWS_HOISTED,
             "fused_staged_e": FUSED_STAGED_E, "fused_early_exit_arrive": FUSED_EARLY_EXIT_ARRIVE,
             "wgmma_im2col_tma": WGMMA_IM2COL_TMA, "fused_producer_early_wait": FUSED_PRODUCER_EARLY_WAIT,
-            "fused_gemm1_unroll": FUSED_GEMM1_UNROLL, "fused_relaxed_arrive": FUSED_RELAXED_ARRIVE,
-            "fused_early_issue": FUSED_EARLY_ISSUE}
+            "fused_gemm1_unroll": FUSED_GEMM1_UNROLL, "fused_relaxed_arrive": FUSED_RELAXED_ARRIVE}
 
 
 @contextmanager
@@ -150,14 +144,13 @@ def generator_switches(switches: dict[str, bool | int]) -> Iterator[None]:
     "fused_early_exit_arrive", fused_wgmma's staged E or early exit arrive: False; without
     "wgmma_im2col_tma", the cp.async im2col loader: False; without "fused_producer_early_wait", the
     producer's entry wait after its loop: False; without "fused_gemm1_unroll", GEMM1's k-tile loop rolled:
-    False; without "fused_relaxed_arrive", the release arrives: False; without "fused_early_issue", no job issued
-    in the prologue: 0)."""
+    False; without "fused_relaxed_arrive", the release arrives: False)."""
     global GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E
     global FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT, FUSED_GEMM1_UNROLL
-    global FUSED_RELAXED_ARRIVE, FUSED_EARLY_ISSUE
+    global FUSED_RELAXED_ARRIVE
     saved = (GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E,
              FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT, FUSED_GEMM1_UNROLL,
-             FUSED_RELAXED_ARRIVE, FUSED_EARLY_ISSUE)
+             FUSED_RELAXED_ARRIVE)
     GEMM_STAGED_STORE = bool(switches.get("gemm_staged_store", GEMM_STAGED_STORE))
     GEMM_STAGED_RED = bool(switches.get("gemm_staged_red", GEMM_STAGED_RED))
     CONVERT_BATCH = int(switches.get("convert_batch", 1 if switches else CONVERT_BATCH))
@@ -170,13 +163,12 @@ def generator_switches(switches: dict[str, bool | int]) -> Iterator[None]:
                                                   False if switches else FUSED_PRODUCER_EARLY_WAIT))
     FUSED_GEMM1_UNROLL = bool(switches.get("fused_gemm1_unroll", False if switches else FUSED_GEMM1_UNROLL))
     FUSED_RELAXED_ARRIVE = bool(switches.get("fused_relaxed_arrive", False if switches else FUSED_RELAXED_ARRIVE))
-    FUSED_EARLY_ISSUE = int(switches.get("fused_early_issue", 0 if switches else FUSED_EARLY_ISSUE))
     try:
         yield
     finally:
         (GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E,
          FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT, FUSED_GEMM1_UNROLL,
-         FUSED_RELAXED_ARRIVE, FUSED_EARLY_ISSUE) = saved
+         FUSED_RELAXED_ARRIVE) = saved
 
 
 # the wgmma templates' implicit im2col A loader (k1 x k1 conv chains): False keeps those chains on mma_sync
@@ -562,14 +554,6 @@ def fused_wgmma_early_exit_arrive(plan: Plan) -> bool:
     one of them 1.02x (results/h200/exit_arrive_trial*.json)."""
     return (FUSED_EARLY_EXIT_ARRIVE and plan.instruction == "wgmma" and plan.strategy != "unfused"
             and plan.cluster.size > 1 and max(plan.cluster.reduce, 1) > 1)
-
-
-def fused_wgmma_early_issue(plan: Plan) -> int:
-    """The jobs fused_wgmma.cu.j2's producer issues inside the prologue (FUSED_EARLY_ISSUE: 0 none, 1 job 0, -1 the
-    ring's stages), for a TMA producer (not the cp.async implicit-im2col one); 0 otherwise."""
-    if wgmma_im2col(plan.chain) and not wgmma_im2col_tma(plan.chain):
-        return 0
-    return FUSED_EARLY_ISSUE
 
 
 def fused_wgmma_release_arrives(plan: Plan) -> bool:

@@ -195,8 +195,6 @@ def render_fused_wgmma(plan: Plan, name: str) -> str:
         e_staged=capability.fused_wgmma_e_staged(plan), early_exit_arrive=capability.fused_wgmma_early_exit_arrive(plan),
         producer_early_wait=capability.fused_wgmma_producer_early_wait(plan),
         gemm1_unroll=capability.FUSED_GEMM1_UNROLL, relaxed_arrive=capability.FUSED_RELAXED_ARRIVE,
-        early_issue=capability.fused_wgmma_early_issue(plan) != 0,
-        early_jobs={0: "0", 1: "1"}.get(capability.fused_wgmma_early_issue(plan), "STAGES < JOBS ? STAGES : JOBS"),
     )
 
 
