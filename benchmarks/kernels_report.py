@@ -4,7 +4,7 @@
                                          [--out benchmarks/kernels.md]
 
 `--prefix` picks the run: results/h200/<prefix>{gemm_chains,gated_ffn,conv_chains}.json
-(`final_paper_`: scripts/device_final.sh; `final3_paper_`, `final4_paper_`: the whole runs with the generator of
+(`final_paper_`: scripts/device_final.sh; `final3_paper_`, `final4_paper_`, `final5_paper_`: the whole runs with the generator of
 their time, scripts/device_final2.sh, the newest the default once its three H200 files are committed;
 `bench_paper_`: the 440-plan hand run).
 
@@ -44,10 +44,12 @@ PLANS_NOTE = {
                      "fastest measured one), every one built with the generator as committed",
 }
 PLANS_NOTE["final4_paper_"] = PLANS_NOTE["final3_paper_"]  # the same frozen plans, the generator of a later commit
+PLANS_NOTE["final5_paper_"] = PLANS_NOTE["final3_paper_"]
 FIRST_RUN = "final_paper_"  # the first final run, 2026-12-04 (scripts/device_final.sh)
 # the whole runs of all 26 cases with the generator as committed at their time (scripts/device_final2.sh), newest
-# first: final3 2026-12-06 06:08 UTC, final4 08:37 UTC (GEMM1's k-tile loop unrolled in fused_wgmma)
-LATER_RUNS = ("final4_paper_", "final3_paper_")
+# first: final3 2026-12-06 06:08 UTC, final4 08:37 UTC (GEMM1's k-tile loop unrolled in fused_wgmma), final5 10:03 UTC
+# (fused_wgmma's cluster barrier arrives relaxed)
+LATER_RUNS = ("final5_paper_", "final4_paper_", "final3_paper_")
 # how each run was taken as a whole (the JSON records one bench command per workload)
 WHOLE_RUN = {
     FIRST_RUN: "`scripts/device_final.sh $OUT` with STEPS=\"bench ncu\"",
@@ -176,16 +178,22 @@ def run_stats(rs: list[dict[str, Any]]) -> dict[str, Any]:
 def h100_one_run_bullet(first: bool = True, prefix: str = "final3_paper_") -> list[str]:
     """One line on the H100 run of all 26 cases (benchmarks/h100.md has its table); `first`: rendered under the
     first final run, whose kernels it postdates, else under the H200's later run `prefix`, whose kernels differ
-    from it by fused_wgmma's producer early wait (capability.FUSED_PRODUCER_EARLY_WAIT, 73 of its plans) and, from
-    final4 on, its unrolled GEMM1 loop (FUSED_GEMM1_UNROLL)."""
+    from it by fused_wgmma's producer early wait (capability.FUSED_PRODUCER_EARLY_WAIT, 73 of its plans), from
+    final4 on its unrolled GEMM1 loop (FUSED_GEMM1_UNROLL), from final5 on its relaxed cluster barrier arrives
+    (FUSED_RELAXED_ARRIVE)."""
     files = [ROOT / H100_ONE_RUN.format(wl) for wl in WORKLOADS]
     if not all(f.exists() for f in files):
         return []
     rs, env = rows_of(files, ROOT / "hw_configs" / "h100_sxm.yaml")
     st = run_stats(rs)
+    missing = ["fused_wgmma's producer early wait (73 plans)"]
+    if prefix != "final3_paper_":
+        missing.append("its unrolled GEMM1 loop")
+    if prefix not in ("final3_paper_", "final4_paper_"):
+        missing.append("its relaxed cluster barrier arrives")
     what = ("with every kernel change kept since this run" if first else
-            "with this run's kernels but for fused_wgmma's producer early wait (73 plans)"
-            + (" and its unrolled GEMM1 loop" if prefix != "final3_paper_" else ""))
+            "with this run's kernels but for " + (", ".join(missing[:-1]) + " and " if len(missing) > 1 else "")
+            + missing[-1])
     return [f"- All 26 cases in one run {what}, on an H100 where an H200 was "
             f"asked for ({env.get('date_utc', '?')[:16]} UTC, {H100_ONE_RUN.format('*')}, the same plans; "
             "table in benchmarks/h100.md): "
@@ -210,6 +218,23 @@ def previous_whole_run_bullet(prefix: str) -> list[str]:
             f"{st['big']} within 1.3x of the floor, {st['small_fast']} of {st['small']} under 8 us, plans verified "
             f"{st['verified']}/{st['timed']}"
             + (f"; its PyTorch eager outliers: {', '.join(r['case'] for r in odd)}" if odd else "") + "."]
+
+
+def relaxed_arrive_bullet(prefix: str) -> list[str]:
+    """The relaxed cluster barrier arrives (capability.FUSED_RELAXED_ARRIVE), kept after final4: in the kernels of
+    the runs after it, not in final4's (none for the runs before final4)."""
+    if prefix in ("final3_paper_", FIRST_RUN):
+        return []
+    head = ("- Kept after this run (not in its kernels; measured on an H100)" if prefix == "final4_paper_" else
+            "- Kept after final4 (in this run's kernels; measured on an H100)")
+    return [f"{head}: fused_wgmma's start and exit cluster barriers arrive",
+            "  .relaxed (`capability.FUSED_RELAXED_ARRIVE`; the mbarrier-init fence and the receivers' acquire waits order",
+            "  what they protect). With .release every thread's arrive waited out a cluster-scope release: the start",
+            "  one before the first load (first data 0.26-0.43 us later), the exit one 0.32-0.64 us (per-block timelines,",
+            "  results/h200/probe_release_arrive_h100.json vs probe_relaxed_arrive_h100.json). The two fastest cluster",
+            "  plans of each small case (34) both ways, all verified: 0.886-0.974x the time, median 0.932x, 0.48-1.02 us",
+            "  less (results/h200/relaxed_arrive_trial_h100.json); compute-sanitizer's memcheck, racecheck and synccheck",
+            "  on every template family (78 runs) clean with it (results/h200/relaxed_sanitize_all.json, an H200)."]
 
 
 def eager_outlier_rows(have: list[dict[str, Any]], ratio: float = 1.5) -> list[dict[str, Any]]:
@@ -309,6 +334,11 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = FIRST_RU
         "  as one persistent cooperative kernel, gemm1's C' loads gated by a flag per gemm0 tile",
         "  (results/h200/persist_trial.json, 38 plans, all verified: 1.13x median, 0.96-1.30x). Both suggest",
         "  that HBM is already busy through gemm0's tail, so the kernel boundary is not where the time goes.",
+        "- Tried after final4, kept off (on an H100): fused_wgmma's producer issuing job 0, or every stage the ring",
+        "  starts with, inside the prologue as soon as the ring's barriers exist (job 0's loads went out 0.64-0.70 us",
+        "  after the first consumer's entry, results/h200/probe_prologue_h100.json): the two fastest fused_wgmma plans",
+        "  of each small case (34), all verified: 0.995x and 0.999x the time (median; results/h200/",
+        "  early_issue_trial_h100.json). A cold kernel's first data waits on more than the issue's place.",
         "- Weight-streaming cases, unfused gemm_wgmma tile width / split-K / ring depth per GEMM and rings small",
         "  enough for gemm1 to start beside gemm0 (results/h200/wgmma_sweep_*.json, 144 plans, another run): no",
         "  variant beats the plan above by more than 0.7%. Nsight per-kernel durations of the best ones fit",
@@ -358,12 +388,13 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = FIRST_RU
            "  producer_wait_trial_h100.json on an H100).",
            ("- Kept after this run (not in its kernels; measured on an H100): fused_wgmma's GEMM1 k-tile loop unrolled"
             if prefix == "final3_paper_" else
-            "- Kept after the run before (final3; in this run's kernels; measured on an H100): fused_wgmma's GEMM1 k-tile loop unrolled"),
+            "- Kept after final3 (in this run's kernels; measured on an H100): fused_wgmma's GEMM1 k-tile loop unrolled"),
            "  (`capability.FUSED_GEMM1_UNROLL`): rolled, ptxas serialized the wgmmas of 5 of this run's 413 plans (note",
            "  C7520, \"WG.AR in divergent path\"; C1's dsm plans, G1's 64x128x64x256 one). The 45 fastest fused_wgmma",
            "  plans with block_n > 64 of the first final run both ways, all verified: 0.935-1.017x the time, median",
            "  1.000x, geomean 0.996x (C1 dsm 7.28 -> 6.88 us, G1 9.79 -> 9.15 us; results/h200/gemm1_unroll_trial_h100.json).",
-           "  Bench records ptxas's performance notes per plan (`ptxas_perf_notes`)."]),
+           "  Bench records ptxas's performance notes per plan (`ptxas_perf_notes`).",
+           *relaxed_arrive_bullet(prefix)]),
         "- Kept: GELU and SiLU in MUFU tanh forms (fusesim/codegen/include/tile.cuh; erff and an IEEE division",
         "  before, which an epilogue thread's 32-128 values wait on): the 13 gelu/silu cases' fastest plans",
         "  took 0.93-0.995x the time at the same verification error (results/h200/act_math_trial.json, another",

@@ -82,6 +82,10 @@ FINAL3_H200_LABEL = "all 26 cases, the frozen plans again with the generator of 
 FINAL4_H200 = "results/h200/final4_paper_*[ns].json"
 FINAL4_H200_LABEL = ("all 26 cases, the frozen plans again with the generator of 2026-12-06 08:30 (GEMM1 loop "
                      "unrolled), one run (out of sample)")
+# the same 413 plans on the H200 with the generator of 2026-12-06 10:00 (fused_wgmma's cluster barrier arrives relaxed)
+FINAL5_H200 = "results/h200/final5_paper_*[ns].json"
+FINAL5_H200_LABEL = ("all 26 cases, the frozen plans again with the generator of 2026-12-06 10:00 (relaxed cluster "
+                     "barrier arrives), one run (out of sample)")
 TRIAL_LABEL = "gemm_wgmma unfused kernels (held out)"
 RERUN_LABEL = "gemm_wgmma unfused kernels re-timed with the 2026-12-03 fragment-epilogue template (held out)"
 SWEEP_LABEL = "gemm_wgmma tile / split / ring sweep, weight-streaming cases (held out)"
@@ -105,6 +109,7 @@ HELD_OUT = {TRIAL_LABEL: "results/h200/wgmma_trial.json",
             TMA_H200_LABEL: TMA_H200,
             FINAL3_H200_LABEL: FINAL3_H200,
             FINAL4_H200_LABEL: FINAL4_H200,
+            FINAL5_H200_LABEL: FINAL5_H200,
             DSM_SMALL_LABEL: DSM_SMALL}
 # measured again later: each plan set counts once, at its latest measurement, among all kernels
 SUPERSEDED = (TRIAL_LABEL, RERUN_LABEL, SWEEP_LABEL, DSM_LABEL, *PREVIOUS_FINALS)
@@ -112,7 +117,7 @@ CONFIGS = ("hw_configs/h200_calibrated.yaml", "hw_configs/h200.yaml")
 # the generated-kernel mechanisms of fusesim/sim/README.md that the hardware file switches on
 CORRECTIONS = ("cp_async_groups_in_flight", "cp_async_bytes_per_sm_cycle", "cp_async_refill_ns", "kernel_start_us",
                "l2_reduction_bandwidth_gbps", "wgmma_stage_handshake_ns", "cluster_barrier_skew_ns", "tma_refill_ns",
-               "im2col_decode_ns", "dsm_bulk_bandwidth_gbps_per_sm")
+               "im2col_decode_ns", "dsm_bulk_bandwidth_gbps_per_sm", "cluster_release_ns")
 TARGETS = "MAPE <= 10%, Pearson >= 0.95, within-case Spearman >= 0.9, predicted best within 3% for >= 90% of cases"
 
 
@@ -812,6 +817,29 @@ def exit_arrive_lines(hw: Hardware) -> list[str]:
             f"{_quartiles(without)}.{h100_text}", ""]
 
 
+def relaxed_arrive_lines(hw: Hardware) -> list[str]:
+    """fused_wgmma's cluster barrier arrives .release vs .relaxed: the trial's both builds of the same plans, one run,
+    against the simulator with `cluster_release_ns` charged or not."""
+    variants = ("release", "relaxed")
+    trial = _trial("relaxed_arrive_trial_h100.json")
+    if trial is None:
+        return []
+    rows, ratios, sim_ratios = trial_lines(trial, "fused_relaxed_arrive", variants, hw)
+    saved = [r["us"]["release"] - r["us"]["relaxed"] for r in trial["rows"]]
+    return ["### Relaxed cluster barrier arrives (out of sample)", "",
+            f"`scripts/relaxed_arrive_trial.py` ({trial['gpu']}): the two fastest fused_wgmma cluster plans of each of "
+            "the 17 cases whose floor is under 10 us in final4, built with barrier.cluster.arrive.release at the start "
+            "and exit barriers and with .relaxed (capability.FUSED_RELAXED_ARRIVE), each verified, timed in turn. "
+            f"Simulated on the calibrated file with each (`cluster_release_ns` = {hw.cluster_release_ns:.0f} ns at the "
+            ".release start barrier, measured on per-block timelines of eight of these plans, not on these times; the "
+            "exit arrive's release is in the measured barrier skew, not charged apart):", "",
+            "| case | plan | release: measured / simulated us | relaxed: measured / simulated us | relaxed / release: "
+            "measured, simulated |", "| --- | --- | --- | --- | --- |", *rows, "",
+            f"Relaxed / release over {len(ratios)} plans: measured {_quartiles(ratios)}, simulated "
+            f"{_quartiles(sim_ratios)}; measured time saved: median {statistics.median(saved):.2f} us "
+            f"({min(saved):.2f}-{max(saved):.2f}).", ""]
+
+
 def estage_lines(hw: Hardware) -> list[str]:
     """fused_wgmma's staged E: the same plans built with fragment stores and staged, timed in one run
     (scripts/estage_trial.py), against the simulator with each template; and the probed tails of five of
@@ -1187,6 +1215,15 @@ def main() -> int:
         "benchmarks/kernels.md renders this run); the simulator does not model the unroll, which measured 1.000x "
         "(median) on an H100, nor the producer early wait.",
         FINAL4_H200, kept[FINAL4_H200_LABEL])
+    lines += frozen_picks_section(
+        "All 26 cases again with the generator of 2026-12-06 10:00 (out of sample)",
+        "The same 413 plans timed once more on the H200 after fused_wgmma's start and exit cluster barriers began to "
+        "arrive .relaxed (capability.FUSED_RELAXED_ARRIVE; `STEPS=bench PREFIX=final5_paper_ "
+        "scripts/device_final2.sh`; benchmarks/kernels.md renders this run); the simulator charges the runs before "
+        "it `cluster_release_ns` at fused_wgmma's start barrier (measured, below) and this one nothing; the exit "
+        "barrier's release lies in the measured cluster-barrier skew, so it simulates these exits as long as before.",
+        FINAL5_H200, kept[FINAL5_H200_LABEL])
+    lines += relaxed_arrive_lines(calibrated)
     lines += own_machine_lines(calibrated)
     lines += run_to_run_lines(kept, calibrated)
     lines += evict_first_cap_lines(calibrated, kept[FINAL_LABEL])
