@@ -1,9 +1,10 @@
-"""Does fused_wgmma's cluster barrier cost less when its arrives are relaxed? One device call: per paper case
-of the 17 whose floor is under 10 us (the small ones: a fixed cost matters there) the two fastest fused_wgmma
-plans with clusters of 2 or more in the last whole run (results/h200/final4_paper_*.json), built two ways -- barrier.cluster.arrive.release at entry and exit (the
-run's kernels) and .relaxed (FUSED_RELAXED_ARRIVE: the entry's mbarrier-init fence and the receivers' acquire
-waits order what the barrier protects) -- each verified against the float32 PyTorch reference, then timed in
-turn (CUDA events, L2 flushed, median of 50, twice). Writes JSON to OUT.
+"""Does fused_wgmma's cluster barrier cost less when its arrives are relaxed? One device call: for each of the 17
+paper cases whose floor is under 10 us (the small ones, where a fixed cost matters) the two fastest fused_wgmma
+plans with clusters of 2 or more in final4 (results/h200/final4_paper_*.json), built two ways --
+barrier.cluster.arrive.release at the start and exit barriers (that run's kernels) and .relaxed
+(FUSED_RELAXED_ARRIVE: the mbarrier-init fence and the receivers' acquire waits order what the barriers protect)
+-- each verified against the float32 PyTorch reference, then timed in turn (CUDA events, L2 flushed, median of
+50, twice). Writes JSON to OUT.
 
     FUSESIM_CACHE=.fscache python3 scripts/relaxed_arrive_trial.py --stage /tmp/stage/.fscache   (here)
     python3 scripts/relaxed_arrive_trial.py OUT.json       (on the GPU machine)
