@@ -84,7 +84,9 @@ STAMP_JOB = ("fs::wg::mbar_wait(full + s, (j / STAGES) & 1);\n"
 
 def instrument(code: str) -> str:
     """Insert the stamps into a fused_wgmma translation unit."""
-    exit_barrier = next(b for b in EXIT_BARRIERS if f"  (void)ecol0;\n{b}}}\n" in code)
+    exit_barrier = next((b for b in EXIT_BARRIERS if f"  (void)ecol0;\n{b}}}\n" in code), None)
+    if exit_barrier is None:
+        raise SystemExit("template changed: the block's exit barrier is none of EXIT_BARRIERS")
     marks = [
         ('#include "wgmma.cuh"\n', '#include "wgmma.cuh"\n' + STAMP_DECL),
         ("  if (!fs::launch_ok(THREADS, GRID, CLUSTER)) return;\n",
@@ -121,6 +123,8 @@ def instrument(code: str) -> str:
         code = apply_marks(code, PRODUCER, once=True)
     else:
         code = apply_marks(code, PROLOGUE, once=True)
+        if ISSUED not in code:
+            raise SystemExit("template changed: cannot find the producer's job loop (ISSUED)")
         code = code.replace(ISSUED, ISSUED_STAMP)  # the job loop is rendered once or twice (the early wait's halves)
     if code.count(WAIT) != 2:  # GEMM0's and GEMM1's consumer waits (the producer waits on `empty`)
         raise SystemExit("template changed: expected two consumer full-barrier waits")

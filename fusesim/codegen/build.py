@@ -44,6 +44,9 @@ def _flags(mode: str) -> list[str]:
     raise ValueError(mode)
 
 
+PERF_NOTE = "Potential Performance Loss"  # ptxas's notes, e.g. C7520: wgmma.mma_async serialized
+
+
 def artifact_path(src: Source, mode: str = "so", out_dir: Path | None = None) -> Path:
     """Where build() caches `src` (built or not): the name carries the hash of source and flags."""
     key = hashlib.sha256((src.digest + " ".join(_flags(mode))).encode()).hexdigest()[:16]
@@ -73,9 +76,6 @@ def build(src: Source, mode: str = "so", out_dir: Path | None = None, verbose: b
             art.with_suffix(".ptxas.txt").write_text(res.stderr)
         os.replace(obj, art)
     return art
-
-
-PERF_NOTE = "Potential Performance Loss"  # ptxas's notes, e.g. C7520: wgmma.mma_async serialized
 
 
 def ptxas_perf_notes(art: Path | str) -> list[str]:

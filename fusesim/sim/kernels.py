@@ -735,7 +735,7 @@ class FusedWgmmaCohort(FusedCohort):
         """The start cluster barrier's arrive with .release semantics (`capability.fused_wgmma_release_arrives`):
         hw.cluster_release_ns beyond a relaxed one."""
         rel = self.hw.cluster_release_ns or 0.0
-        if rel <= 0 or self.cluster_size <= 1 or not capability.fused_wgmma_release_arrives(self.plan):
+        if rel <= 0 or not capability.fused_wgmma_release_arrives(self.plan):  # (a cluster plan's only)
             return
         start = self.env.now
         yield self.env.timeout(rel)
