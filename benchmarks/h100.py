@@ -56,6 +56,11 @@ BENCH_SETS["conv chains C1-C8, the staged-E run's plans with the implicit im2col
 # all 26 cases in one run with the generator as of 2026-12-06 (STEPS=bench PREFIX=final3_paper_ scripts/device_final2.sh)
 ONE_RUN = H100_ONE_RUN.format("*")
 BENCH_SETS["all 26 cases in one run, the final plans (conv: the staged-E run's) with the generator of 2026-12-06"] = ONE_RUN
+# every fused_wgmma hand plan of the 17 small cases that no H200 run had timed, beside final5's fastest of each case
+# (scripts/freeze_sweep_plans.py; NCU=0 PLANS=results/h200/plans_sweep_small.json PREFIX=sweep_small_paper_
+# scripts/device_sim_search.sh)
+SWEEP = "results/h200/sweep_small_paper_*_h100.json"
+BENCH_SETS["the 17 small cases, every fused_wgmma hand plan untimed before (352) and final5's fastest of each"] = SWEEP
 STREAM_LABEL = "each strategy's fastest final-run plan, all 26 cases (the stream trial's default stream)"
 MCAST_LABEL = "unfused gemm_wgmma plans, the multicast trial's control"
 WEIGHT_STREAMING = ("G5", "G8", "S1", "S2", "S3", "S4", "S5", "S6", "S7")

@@ -20,20 +20,23 @@ DEST=${1:?usage: scripts/device_sim_search.sh OUT_DIR}
 PLANS=${PLANS:-results/h200/plans_sim_search.json}
 PREFIX=${PREFIX:-sim_search_paper_}
 mkdir -p "$DEST"
-source scripts/device_env.sh  # wheels, PYTHONPATH, FUSESIM_CACHE, carried kernels
+source scripts/device_env.sh  # wheels, PYTHONPATH, FUSESIM_CACHE, carried kernels, $GPU, $TAG
+HW=hw_configs/h200.yaml
+case "$GPU" in *H100*) HW=hw_configs/h100_sxm.yaml ;; esac  # an H100 lent for an H200: files end in _h100
+echo "$GPU -> $HW"
 rc=0
 step() { echo "== $(date -u +%H:%M:%S) $*"; }
 for wl in gemm_chains gated_ffn conv_chains; do
   step "bench $wl"
-  timeout 240 python3 -m fusesim.commands.bench "workloads/paper_$wl.yaml" --hw hw_configs/h200.yaml \
+  timeout 240 python3 -m fusesim.commands.bench "workloads/paper_$wl.yaml" --hw "$HW" \
     --plans "file:$PLANS" --top-k 99 --reps 50 --work /tmp/bench_work \
-    --out "$DEST/$PREFIX$wl.json" | tail -12 || rc=1
+    --out "$DEST/$PREFIX$wl$TAG.json" | tail -12 || rc=1
 done
 for wl in gemm_chains gated_ffn conv_chains; do
   [ "${NCU:-1}" = 0 ] && break  # NCU=0: times only (the verdict needs no bytes)
   step "ncu $wl"
-  [ -f "$DEST/$PREFIX$wl.json" ] || continue
-  timeout 200 python3 -m fusesim.gpu.ncu --all "$DEST/$PREFIX$wl.json" "$DEST/$PREFIX$wl.json" \
+  [ -f "$DEST/$PREFIX$wl$TAG.json" ] || continue
+  timeout 200 python3 -m fusesim.gpu.ncu --all "$DEST/$PREFIX$wl$TAG.json" "$DEST/$PREFIX$wl$TAG.json" \
     | tail -2 || rc=1
 done
 step "done rc=$rc"
