@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import time
 from pathlib import Path
 
+from fusesim.codegen.build import stage_artifacts
 from fusesim.gpu.bench import build_all, select_plans
 from fusesim.hardware import load_hardware
 from fusesim.plan import Plan
@@ -65,14 +65,8 @@ def main() -> int:
     results = build_all(plans, args.jobs)
     failed = [(p.case_id, p.strategy, err[:200]) for p, (art, err) in zip(plans, results, strict=True) if art is None]
     print(f"{len(plans)} plans, {len(plans) - len(failed)} built in {time.time() - t0:.0f} s; failed: {failed}")
-    if args.stage:
-        Path(args.stage).mkdir(parents=True, exist_ok=True)
-        built = {art for art, _err in results if art}
-        for art in built:
-            shutil.copy2(art, args.stage)
-            if (notes := Path(art).with_suffix(".ptxas.txt")).exists():  # ptxas's performance notes travel along
-                shutil.copy2(notes, args.stage)
-        print(f"{len(built)} kernels staged in {args.stage}")
+    if args.stage:  # ptxas's performance notes travel along
+        print(f"{stage_artifacts({art for art, _err in results if art}, args.stage)} kernels staged in {args.stage}")
     return 1 if failed else 0
 
 

@@ -132,16 +132,12 @@ def build_only(items) -> int:
 
 
 def stage(items, dest: str) -> int:
-    """Copy the built kernels of every variant of `items` (from $FUSESIM_CACHE) into `dest`, for the carry."""
-    import shutil
+    """Copy the built kernels of every variant of `items` (from $FUSESIM_CACHE), with their ptxas notes, into
+    `dest`, for the carry."""
+    from fusesim.codegen.build import build, stage_artifacts
 
-    from fusesim.codegen.build import build
-
-    Path(dest).mkdir(parents=True, exist_ok=True)
-    paths = {build(s, "so") for _c, _p, variants in items for s in variants.values()}
-    for p in paths:
-        shutil.copy2(p, dest)
-    print(f"{len(paths)} kernels staged in {dest}")
+    n = stage_artifacts({build(s, "so") for _c, _p, variants in items for s in variants.values()}, dest)
+    print(f"{n} kernels staged in {dest}")
     return 0
 
 

@@ -448,6 +448,22 @@ def test_fused_wgmma_gemm1_loop_unrolled_keeps_ptxas_from_serializing_wgmma(tmp_
     assert ptxas_perf_notes(arts[True]) == []
 
 
+def test_staged_artifacts_take_their_ptxas_notes_along(tmp_path):
+    """What prebuild.py and the trials stage for the device carries each kernel's ptxas notes, so the bench there
+    still records them (a staged kernel without its notes read as one ptxas had nothing to say about)."""
+    from fusesim.codegen.build import PERF_NOTE, ptxas_perf_notes, stage_artifacts
+
+    noted, quiet = tmp_path / "a_kernel.so", tmp_path / "b_kernel.so"
+    for art in (noted, quiet):
+        art.write_bytes(b"\x7fELF")
+    noted.with_suffix(".ptxas.txt").write_text(f"ptxas info    : {PERF_NOTE}: wgmma serialized\n")
+    dest = tmp_path / "stage"
+    assert stage_artifacts({noted, quiet}, dest) == 2
+    assert sorted(p.name for p in dest.iterdir()) == ["a_kernel.ptxas.txt", "a_kernel.so", "b_kernel.so"]
+    assert ptxas_perf_notes(dest / "a_kernel.so") == ptxas_perf_notes(noted) != []
+    assert ptxas_perf_notes(dest / "b_kernel.so") == []
+
+
 def test_planner_picks_a_buildable_wgmma_unfused_plan_with_split_k():
     from fusesim.hardware import load_hardware
     from fusesim.planner import plan_case

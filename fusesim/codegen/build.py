@@ -87,6 +87,17 @@ def ptxas_perf_notes(art: Path | str) -> list[str]:
     return [line.split(":", 1)[1].strip() for line in log.read_text().splitlines() if PERF_NOTE in line]
 
 
+def stage_artifacts(arts: set[Path] | set[str], dest: Path | str) -> int:
+    """Copy built artifacts into `dest` (a cache folder another machine unpacks), each with the ptxas notes
+    build() kept beside it, so that what reads them there finds them; the number of artifacts copied."""
+    Path(dest).mkdir(parents=True, exist_ok=True)
+    for art in arts:
+        shutil.copy2(art, dest)
+        if (notes := Path(art).with_suffix(".ptxas.txt")).exists():
+            shutil.copy2(notes, dest)
+    return len(arts)
+
+
 def write_source(src: Source, out_dir: Path) -> Path:
     """Write the .cu next to copies of the device headers, so `nvcc -I.` builds it standalone."""
     out_dir.mkdir(parents=True, exist_ok=True)
