@@ -19,14 +19,19 @@ case "$GPU" in *H100*) HW=hw_configs/h100_sxm.yaml ;; esac
 echo "$GPU -> $HW"
 rc=0
 step() { echo "== $(date -u +%H:%M:%S) $*"; }
-plans_of() { [ "$1" = conv_chains ] && echo results/h200/plans_estage.json || echo "results/h200/plans_final_$1.json"; }
+# PLANS_PREFIX: time results/h200/<PLANS_PREFIX><workload>.json instead (scripts/freeze_final_plans.py --extend --into)
+plans_of() {
+  if [ -n "${PLANS_PREFIX:-}" ]; then echo "results/h200/$PLANS_PREFIX$1.json"
+  elif [ "$1" = conv_chains ]; then echo results/h200/plans_estage.json
+  else echo "results/h200/plans_final_$1.json"; fi
+}
 STEPS=${STEPS:-bench ncu}
 PREFIX=${PREFIX:-final2_paper_}  # the files' names: $PREFIX<workload>[_h100].json
 WORKLOADS=${WORKLOADS:-gemm_chains gated_ffn conv_chains}
 if [[ " $STEPS " == *" bench "* ]]; then
   for wl in $WORKLOADS; do
     step "bench $wl"
-    timeout 200 python3 -m fusesim.commands.bench "workloads/paper_$wl.yaml" --hw "$HW" --plans "file:$(plans_of "$wl")" \
+    timeout "${BENCH_TIMEOUT:-200}" python3 -m fusesim.commands.bench "workloads/paper_$wl.yaml" --hw "$HW" --plans "file:$(plans_of "$wl")" \
       --top-k 99 --reps 50 --work /tmp/bench_work --out "$DEST/$PREFIX$wl$TAG.json" | tail -13 || rc=1
   done
 fi
@@ -37,7 +42,7 @@ if [[ " $STEPS " == *" ncu "* ]]; then
     B="$DEST/$PREFIX$wl$TAG.json"
     [ -f "$B" ] || B="results/h200/$PREFIX$wl$TAG.json"
     step "ncu $wl ($B)"
-    [ -f "$B" ] && { timeout 100 python3 -m fusesim.gpu.ncu --all "$B" "/tmp/ncu_$wl.json" | tail -2 \
+    [ -f "$B" ] && { timeout "${NCU_TIMEOUT:-100}" python3 -m fusesim.gpu.ncu --all "$B" "/tmp/ncu_$wl.json" | tail -2 \
       && cp "/tmp/ncu_$wl.json" "$DEST/$PREFIX$wl$TAG.json" || echo "ncu incomplete: $B keeps no counters"; }
   done
 fi

@@ -16,12 +16,16 @@ run's fastest as the control and the simulator's N fastest variants with split-K
 gemm1 or both (the control's tiles and rings), frozen before any is timed:
 
     python3 scripts/dsm_split_variants.py --small 3 --out results/h200/plans_dsm_split_small.json
+
+`--finals GLOB` takes the controls from another run's files (e.g. "results/h200/final5_paper_*[ns].json"), `--cases`
+other cases than those ten.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import glob
 
 from wgmma_variants import FINALS, SM_SMEM_BYTES, base_plans, buildable_unique, write_plans
 
@@ -106,12 +110,19 @@ def main() -> int:
                     help="instead: the cases with a floor under 10 us, the control and the simulator's N fastest DSM "
                          "split-K variants of its tiles (--hw)")
     ap.add_argument("--hw", default="hw_configs/h200_calibrated.yaml")
+    ap.add_argument("--finals", default=None, metavar="GLOB",
+                    help="the run whose fastest unfused wgmma plan per case is the control (default: the first final run)")
+    ap.add_argument("--cases", default=",".join(SMALL_CASES), help="with --small: the cases (comma-separated)")
     args = ap.parse_args()
+    finals = tuple(sorted(glob.glob(args.finals))) if args.finals else None
+    if args.finals and not finals:
+        raise SystemExit(f"--finals {args.finals}: no such files")
     if args.small:
-        bases = base_plans(SMALL_CASES, FINALS_ALL)
+        bases = base_plans(tuple(args.cases.split(",")), finals or FINALS_ALL)
         write_plans(args.out, {case: simulated_variants(base, args.hw, args.small) for case, base in bases.items()})
         return 0
-    write_plans(args.out, {case: variants(base) for case, base in base_plans().items()})
+    bases = base_plans(finals=finals) if finals else base_plans()
+    write_plans(args.out, {case: variants(base) for case, base in bases.items()})
     return 0
 
 

@@ -10,7 +10,9 @@ are listed once (first reason wins). Runs here, no GPU:
         --previous results/h200/final_paper_*.json
 
 `--extend FILE...` instead keeps the frozen lists as they are and appends the plans of other
-{case: [{plan, source}]} files (e.g. scripts/sim_search.py's picks) that they do not hold yet.
+{case: [{plan, source}]} files (e.g. scripts/sim_search.py's picks) that they do not hold yet; with `--into PREFIX`
+the lists scripts/device_final2.sh times (the conv chains' plans_estage.json among them) stay as they are and the
+extended ones are written to results/h200/PREFIX<workload>.json (`PLANS_PREFIX=PREFIX` there times them).
 """
 
 from __future__ import annotations
@@ -48,15 +50,22 @@ def _previous_best(files: list[str]) -> dict[str, list[Plan]]:
     return out
 
 
-def extend(out_dir: str, files: list[str]) -> int:
-    """Append to each frozen list the plans of `files` it does not hold (first listing's reason)."""
+# what scripts/device_final2.sh times per workload: the final run's frozen lists, the conv chains the staged-E run's
+WHOLE_RUN = {"gemm_chains": "plans_final_gemm_chains.json", "gated_ffn": "plans_final_gated_ffn.json",
+             "conv_chains": "plans_estage.json"}
+
+
+def extend(out_dir: str, files: list[str], into: str | None = None) -> int:
+    """Append to each frozen list the plans of `files` it does not hold (first listing's reason); with `into`,
+    the lists a whole run times (WHOLE_RUN) stay as they are and the extended ones go to `into`<workload>.json."""
     extra: dict[str, list[dict[str, Any]]] = {}
     for f in files:
         for case, rows in json.loads(Path(f).read_text()).items():
             extra.setdefault(case, []).extend(rows)
     for wl in WORKLOADS:
-        path = Path(out_dir) / f"plans_final_{wl}.json"
+        path = Path(out_dir) / (WHOLE_RUN[wl] if into else f"plans_final_{wl}.json")
         frozen: dict[str, list[dict[str, Any]]] = json.loads(path.read_text())
+        path = Path(out_dir) / f"{into}{wl}.json" if into else path
         added = 0
         for case, rows in frozen.items():
             seen = {Plan.from_dict(r["plan"]).to_json() for r in rows}
@@ -80,9 +89,11 @@ def main() -> int:
     ap.add_argument("--out-dir", default="results/h200")
     ap.add_argument("--extend", nargs="*", default=[],
                     help="append these {case: [{plan, source}]} files' plans to the frozen lists instead")
+    ap.add_argument("--into", default=None, metavar="PREFIX",
+                    help="with --extend: extend the lists a whole run times into PREFIX<workload>.json (in --out-dir)")
     args = ap.parse_args()
     if args.extend:
-        return extend(args.out_dir, args.extend)
+        return extend(args.out_dir, args.extend, args.into)
     hw = load_hardware(args.hw)
     previous = _previous_best(args.previous)
     for wl in WORKLOADS:

@@ -10,6 +10,9 @@ in the same run (run-to-run variation is a few percent). Nothing is measured her
 
     python3 scripts/freeze_sweep_plans.py --out results/h200/plans_sweep_small.json
     NCU=0 PLANS=results/h200/plans_sweep_small.json PREFIX=sweep_small_paper_ scripts/device_sim_search.sh $OUT
+
+`--faster GLOB` instead writes the plans of such a run that beat their case's control in it (verified, queued
+median), for `scripts/freeze_final_plans.py --extend`.
 """
 
 from __future__ import annotations
@@ -41,12 +44,39 @@ def timed_plans(pattern: str) -> dict[str, list[tuple[float, Plan]]]:
     return out
 
 
+def write_faster(pattern: str, out: str) -> int:
+    """{case: [{plan, source}]} of the plans of the sweep run `pattern` matches that beat their case's control."""
+    files = sorted(glob.glob(pattern))
+    if not files:
+        raise SystemExit(f"--faster {pattern}: no such files")
+    faster: dict[str, list[dict[str, Any]]] = {}
+    for f in files:
+        for c in json.loads(Path(f).read_text())["cases"]:
+            timed = [(r["time"]["queued_median_us"], r) for r in c["plans"]
+                     if (r.get("verify") or {}).get("ok") and (r.get("time") or {}).get("queued_median_us")]
+            control = [t for t, r in timed if r["source"].startswith("control")]
+            if not control:
+                continue
+            faster[c["case"]] = [{"plan": r["plan"], "source": f"the small-case sweep: {t:.2f} us against its control's "
+                                  f"{control[0]:.2f} ({Path(f).name})"}
+                                 for t, r in sorted(timed, key=lambda x: x[0])
+                                 if t < control[0] and not r["source"].startswith("control")]
+    faster = {k: v for k, v in faster.items() if v}
+    Path(out).write_text(json.dumps(faster, indent=1) + "\n")
+    print(f"{out}: " + (", ".join(f"{k} {len(v)}" for k, v in faster.items()) or "none"))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hw", default="hw_configs/h200_calibrated.yaml")
     ap.add_argument("--control", default="results/h200/final5_paper_*.json", help="the whole run whose best is the control")
     ap.add_argument("--out", default="results/h200/plans_sweep_small.json")
+    ap.add_argument("--faster", default=None, metavar="GLOB", help="instead: the plans of that sweep run that beat "
+                    "their control")
     args = ap.parse_args()
+    if args.faster:
+        return write_faster(args.faster, args.out)
     hw = load_hardware(args.hw)
     seen = {p.to_json() for runs in timed_plans("results/h200/*paper_*.json").values() for _t, p in runs}
     control = timed_plans(args.control)
