@@ -61,6 +61,11 @@ BENCH_SETS["all 26 cases in one run, the final plans (conv: the staged-E run's) 
 # scripts/device_sim_search.sh)
 SWEEP = "results/h200/sweep_small_paper_*_h100.json"
 BENCH_SETS["the 17 small cases, every fused_wgmma hand plan untimed before (352) and final5's fastest of each"] = SWEEP
+# all 26 cases in one run with final5's generator, its plans and 119 more: DSM split-K variants of its fastest unfused
+# plans and the sweep's two faster S8 plans (BENCH_TIMEOUT=300 STEPS=bench PREFIX=final6_paper_ PLANS_PREFIX=plans_final6_
+# scripts/device_final2.sh, on an H100 where an H200 was asked for)
+FINAL6 = "results/h200/final6_paper_*_h100.json"
+BENCH_SETS["all 26 cases in one run, final5's plans and 119 more (split-K through DSM variants, two S8 sweep plans)"] = FINAL6
 STREAM_LABEL = "each strategy's fastest final-run plan, all 26 cases (the stream trial's default stream)"
 MCAST_LABEL = "unfused gemm_wgmma plans, the multicast trial's control"
 WEIGHT_STREAMING = ("G5", "G8", "S1", "S2", "S3", "S4", "S5", "S6", "S7")

@@ -4,8 +4,9 @@
                                          [--out benchmarks/kernels.md]
 
 `--prefix` picks the run: results/h200/<prefix>{gemm_chains,gated_ffn,conv_chains}.json
-(`final_paper_`: scripts/device_final.sh; `final3_paper_`, `final4_paper_`, `final5_paper_`: the whole runs with the generator of
-their time, scripts/device_final2.sh, the newest the default once its three H200 files are committed;
+(`final_paper_`: scripts/device_final.sh; `final3_paper_` to `final6_paper_`: the whole runs with the generator of
+their time, scripts/device_final2.sh (final6 with 119 plans more), the newest the default once its three H200 files are
+committed;
 `bench_paper_`: the 440-plan hand run).
 
 Every number in the output comes from those files (measured on the GPU named in them); the only
@@ -45,17 +46,24 @@ PLANS_NOTE = {
 }
 PLANS_NOTE["final4_paper_"] = PLANS_NOTE["final3_paper_"]  # the same frozen plans, the generator of a later commit
 PLANS_NOTE["final5_paper_"] = PLANS_NOTE["final3_paper_"]
+PLANS_NOTE["final6_paper_"] = (PLANS_NOTE["final3_paper_"] + "; and, new in this run (results/h200/plans_final6_*.json, "
+                               "scripts/freeze_final_plans.py --extend --into plans_final6_), split-K through DSM "
+                               "variants of final5's fastest unfused wgmma plan of each case (results/h200/"
+                               "plans_dsm_split_final5.json, plans_dsm_split_small_final5.json) and the two S8 plans "
+                               "of the small-case sweep that beat their control (plans_sweep_small_faster.json)")
 FIRST_RUN = "final_paper_"  # the first final run, 2026-12-04 (scripts/device_final.sh)
 # the whole runs of all 26 cases with the generator as committed at their time (scripts/device_final2.sh), newest
 # first: final3 2026-12-06 06:08 UTC, final4 08:37 UTC (GEMM1's k-tile loop unrolled in fused_wgmma), final5 10:03 UTC
-# (fused_wgmma's cluster barrier arrives relaxed)
-LATER_RUNS = ("final5_paper_", "final4_paper_", "final3_paper_")
+# (fused_wgmma's cluster barrier arrives relaxed), final6 (final5's generator, its plans and 119 more)
+LATER_RUNS = ("final6_paper_", "final5_paper_", "final4_paper_", "final3_paper_")
 # how each run was taken as a whole (the JSON records one bench command per workload)
 WHOLE_RUN = {
     FIRST_RUN: "`scripts/device_final.sh $OUT` with STEPS=\"bench ncu\"",
     **{run: f"`STEPS=bench PREFIX={run} scripts/device_final2.sh $OUT`, then the same with STEPS=ncu"
        for run in LATER_RUNS},
 }
+WHOLE_RUN["final6_paper_"] = ("`BENCH_TIMEOUT=300 STEPS=bench PREFIX=final6_paper_ PLANS_PREFIX=plans_final6_ "
+                              "scripts/device_final2.sh $OUT`, then the same with STEPS=ncu")
 
 
 # cases timed again after the final run, with kernels it did not have (the wgmma implicit im2col)
@@ -212,7 +220,9 @@ def previous_whole_run_bullet(prefix: str) -> list[str]:
     rs, env = rows_of(files, ROOT / "hw_configs" / "h200.yaml")
     st = run_stats(rs)
     odd = eager_outlier_rows([r for r in rs if r.get("ours")])
-    return [f"- The whole run before this one, the same plans with the generator of its time (results/h200/{prev}*.json, "
+    what = ("this run's plans but its additions, the same generator" if prefix == "final6_paper_" else
+            "the same plans with the generator of its time")
+    return [f"- The whole run before this one, {what} (results/h200/{prev}*.json, "
             f"{env.get('gpu')}, {env.get('date_utc', '?')[:16]} UTC; `--prefix {prev}` renders it): "
             f"{st['eager_x']:.2f}x over eager, {st['graphs_x']:.2f}x over graphs (geomean), {st['big_near']} of "
             f"{st['big']} within 1.3x of the floor, {st['small_fast']} of {st['small']} under 8 us, plans verified "
@@ -345,6 +355,12 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = FIRST_RU
         "  (results/h200/sweep_small_paper_*_h100.json): all 369 verified; none beats its case's control but in S8",
         "  (20.03 against 20.64 us, 0.971x); the next best are 1.02x (G9) to 1.40x (C8) their control. The frozen",
         "  plans above already hold the fastest of that space; what the small cases lack is not a plan.",
+        "- All 26 cases again with those plans and 119 more (on an H100, 2026-12-06 12:48 UTC, results/h200/",
+        "  final6_paper_*_h100.json, 532/532 verified; results/h200/plans_final6_*.json): split-K through DSM variants",
+        "  of final5's fastest unfused plan of each case and the sweep's two faster S8 plans. The best new plan",
+        "  against the case's best old one in the same run: G7 0.960x, C8 0.957x, S1 0.978x, G4 0.981x, G5 0.984x,",
+        "  S3 0.985x, G10 0.994x, the rest 1.00-1.65x (the S8 plans 1.06x: their 0.97x in the sweep was that run's",
+        "  slow control); 1.47x over eager, 1.37x over graphs there (final3 on an H100: 1.42x, 1.32x).",
         "- Weight-streaming cases, unfused gemm_wgmma tile width / split-K / ring depth per GEMM and rings small",
         "  enough for gemm1 to start beside gemm0 (results/h200/wgmma_sweep_*.json, 144 plans, another run): no",
         "  variant beats the plan above by more than 0.7%. Nsight per-kernel durations of the best ones fit",
