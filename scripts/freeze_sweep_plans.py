@@ -23,25 +23,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sim_search import WORKLOADS, measured_final
+
 from fusesim.codegen.handplans import fused_wgmma_candidates
 from fusesim.hardware import load_hardware
-from fusesim.plan import Plan
-from fusesim.report.measured import load_measured
 from fusesim.sim import simulate
 from fusesim.workload import load_workload
 
-WORKLOADS = ("gemm_chains", "gated_ffn", "conv_chains")
 SMALL_FLOOR_NS = 10_000.0  # the issue's split: cases with an HBM floor above 10 us stream weights
-
-
-def timed_plans(pattern: str) -> dict[str, list[tuple[float, Plan]]]:
-    """Per case, (measured us, plan) of every verified kernel of the files `pattern` matches (H100 files aside)."""
-    out: dict[str, list[tuple[float, Plan]]] = {}
-    files = sorted(f for f in glob.glob(pattern) if "_h100" not in f)
-    for m in load_measured(files).items:
-        if m.plan_dict is not None:
-            out.setdefault(m.case, []).append((m.time_us, Plan.from_dict(m.plan_dict)))
-    return out
 
 
 def write_faster(pattern: str, out: str) -> int:
@@ -78,8 +67,8 @@ def main() -> int:
     if args.faster:
         return write_faster(args.faster, args.out)
     hw = load_hardware(args.hw)
-    seen = {p.to_json() for runs in timed_plans("results/h200/*paper_*.json").values() for _t, p in runs}
-    control = timed_plans(args.control)
+    seen = {p.to_json() for runs in measured_final("results/h200/*paper_*.json").values() for _t, p in runs}
+    control = measured_final(args.control)
     frozen: dict[str, list[dict[str, Any]]] = {}
     for wl in WORKLOADS:
         for ch in load_workload(f"workloads/paper_{wl}.yaml").cases:

@@ -33,10 +33,11 @@ from fusesim.workload import load_workload
 WORKLOADS = ("gemm_chains", "gated_ffn", "conv_chains")
 
 
-def measured_final() -> dict[str, list[tuple[float, Plan]]]:
-    """Per case, (measured us, plan) of every verified kernel of the final run."""
+def measured_final(pattern: str = "results/h200/final_paper_*.json") -> dict[str, list[tuple[float, Plan]]]:
+    """Per case, (measured us, plan) of every verified kernel of the files `pattern` matches (by default the
+    final run's; an H100's, named *_h100.json, left out)."""
     out: dict[str, list[tuple[float, Plan]]] = {}
-    for m in load_measured(sorted(glob.glob("results/h200/final_paper_*.json"))).items:
+    for m in load_measured(sorted(f for f in glob.glob(pattern) if "_h100" not in f)).items:
         if m.plan_dict is not None:
             out.setdefault(m.case, []).append((m.time_us, Plan.from_dict(m.plan_dict)))
     return out
