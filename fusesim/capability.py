@@ -120,55 +120,68 @@ FUSED_GEMM1_UNROLL = True
 # floor is under 10 us in the last whole run (34), built both ways, all verified, took 0.886-0.974x the time relaxed
 # (median 0.932x, 0.48-1.02 us less, median 0.76; results/h200/relaxed_arrive_trial_h100.json, an H100)
 FUSED_RELAXED_ARRIVE = True
+
+
+@dataclass(frozen=True)
+class Switch:
+    """One generator switch: its key in a measured file's "codegen" block, the module constant that holds it,
+    what the generator did before the switch existed (`before`: the kernels of a file without a "codegen"
+    block), and what a recorded block without the key ran (`absent`; None: the block predates no such
+    change, so the switch keeps its current value)."""
+
+    key: str
+    constant: str
+    before: bool | int
+    absent: bool | int | None
+
+
+SWITCHES = (
+    Switch("gemm_staged_store", "GEMM_STAGED_STORE", before=False, absent=None),
+    Switch("gemm_staged_red", "GEMM_STAGED_RED", before=False, absent=None),
+    Switch("convert_batch", "CONVERT_BATCH", before=1, absent=1),  # before the batched convert
+    Switch("im2col_rows_hoisted", "IM2COL_ROWS_HOISTED", before=False, absent=False),
+    Switch("fused_staged_e", "FUSED_STAGED_E", before=False, absent=False),
+    Switch("fused_early_exit_arrive", "FUSED_EARLY_EXIT_ARRIVE", before=False, absent=False),
+    Switch("wgmma_im2col_tma", "WGMMA_IM2COL_TMA", before=False, absent=False),  # the cp.async im2col loader
+    Switch("fused_producer_early_wait", "FUSED_PRODUCER_EARLY_WAIT", before=False, absent=False),  # wait after the loop
+    Switch("fused_gemm1_unroll", "FUSED_GEMM1_UNROLL", before=False, absent=False),  # GEMM1's k-tile loop rolled
+    Switch("fused_relaxed_arrive", "FUSED_RELAXED_ARRIVE", before=False, absent=False),  # the .release arrives
+)
 # what a measured file without a "codegen" block ran: the gemm_wgmma template before the staging
-FRAGMENT_EPILOGUE = {"gemm_staged_store": False, "gemm_staged_red": False, "convert_batch": 1,
-                     "im2col_rows_hoisted": False, "fused_staged_e": False, "fused_early_exit_arrive": False,
-                     "wgmma_im2col_tma": False, "fused_producer_early_wait": False, "fused_gemm1_unroll": False,
-                     "fused_relaxed_arrive": False}
+FRAGMENT_EPILOGUE = {s.key: s.before for s in SWITCHES}
 
 
 def codegen_switches() -> dict[str, bool | int]:
     """The generator switches in effect (bench records them next to its measurements)."""
-    return {"gemm_staged_store": GEMM_STAGED_STORE, "gemm_staged_red": GEMM_STAGED_RED,
-            "convert_batch": CONVERT_BATCH, "im2col_rows_hoisted": IM2COL_ROWS_HOISTED,
-            "fused_staged_e": FUSED_STAGED_E, "fused_early_exit_arrive": FUSED_EARLY_EXIT_ARRIVE,
-            "wgmma_im2col_tma": WGMMA_IM2COL_TMA, "fused_producer_early_wait": FUSED_PRODUCER_EARLY_WAIT,
-            "fused_gemm1_unroll": FUSED_GEMM1_UNROLL, "fused_relaxed_arrive": FUSED_RELAXED_ARRIVE}
+    return {s.key: globals()[s.constant] for s in SWITCHES}
+
+
+def _switch_value(s: Switch, switches: dict[str, bool | int]) -> bool | int:
+    """The value `s` takes under a recorded block `switches`: its own, or `s.absent` when the block lacks it
+    (the current value for an empty block, which asks for none)."""
+    if s.key in switches:
+        value = switches[s.key]
+    elif switches and s.absent is not None:
+        value = s.absent
+    else:
+        value = globals()[s.constant]
+    return int(value) if isinstance(s.before, int) and not isinstance(s.before, bool) else bool(value)
 
 
 @contextmanager
 def generator_switches(switches: dict[str, bool | int]) -> Iterator[None]:
-    """Render (or simulate) as the generator did with these switches (codegen_switches' keys; a
-    recorded block without "convert_batch" predates the batched convert: 1; without
-    "im2col_rows_hoisted", the hoisted im2col rows: False; without "fused_staged_e" or
-    "fused_early_exit_arrive", fused_wgmma's staged E or early exit arrive: False; without
-    "wgmma_im2col_tma", the cp.async im2col loader: False; without "fused_producer_early_wait", the
-    producer's entry wait after its loop: False; without "fused_gemm1_unroll", GEMM1's k-tile loop rolled:
-    False; without "fused_relaxed_arrive", the release arrives: False)."""
-    global GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E
-    global FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT, FUSED_GEMM1_UNROLL
-    global FUSED_RELAXED_ARRIVE
-    saved = (GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E,
-             FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT, FUSED_GEMM1_UNROLL,
-             FUSED_RELAXED_ARRIVE)
-    GEMM_STAGED_STORE = bool(switches.get("gemm_staged_store", GEMM_STAGED_STORE))
-    GEMM_STAGED_RED = bool(switches.get("gemm_staged_red", GEMM_STAGED_RED))
-    CONVERT_BATCH = int(switches.get("convert_batch", 1 if switches else CONVERT_BATCH))
-    IM2COL_ROWS_HOISTED = bool(switches.get("im2col_rows_hoisted", False if switches else IM2COL_ROWS_HOISTED))
-    FUSED_STAGED_E = bool(switches.get("fused_staged_e", False if switches else FUSED_STAGED_E))
-    FUSED_EARLY_EXIT_ARRIVE = bool(switches.get("fused_early_exit_arrive",
-                                                False if switches else FUSED_EARLY_EXIT_ARRIVE))
-    WGMMA_IM2COL_TMA = bool(switches.get("wgmma_im2col_tma", False if switches else WGMMA_IM2COL_TMA))
-    FUSED_PRODUCER_EARLY_WAIT = bool(switches.get("fused_producer_early_wait",
-                                                  False if switches else FUSED_PRODUCER_EARLY_WAIT))
-    FUSED_GEMM1_UNROLL = bool(switches.get("fused_gemm1_unroll", False if switches else FUSED_GEMM1_UNROLL))
-    FUSED_RELAXED_ARRIVE = bool(switches.get("fused_relaxed_arrive", False if switches else FUSED_RELAXED_ARRIVE))
+    """Render (or simulate) as the generator did with these switches (codegen_switches' keys; a key the
+    block lacks takes its `Switch.absent`, the generator before that switch existed; an empty block
+    changes nothing)."""
+    saved = codegen_switches()
+    module = globals()
+    for s in SWITCHES:
+        module[s.constant] = _switch_value(s, switches)
     try:
         yield
     finally:
-        (GEMM_STAGED_STORE, GEMM_STAGED_RED, CONVERT_BATCH, IM2COL_ROWS_HOISTED, FUSED_STAGED_E,
-         FUSED_EARLY_EXIT_ARRIVE, WGMMA_IM2COL_TMA, FUSED_PRODUCER_EARLY_WAIT, FUSED_GEMM1_UNROLL,
-         FUSED_RELAXED_ARRIVE) = saved
+        for s in SWITCHES:
+            module[s.constant] = saved[s.key]
 
 
 # the wgmma templates' implicit im2col A loader (k1 x k1 conv chains): False keeps those chains on mma_sync

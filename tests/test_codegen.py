@@ -102,6 +102,31 @@ def test_wgmma_epilogue_staging_follows_split_and_switches():
     assert not wgmma_split_rows_staged(128, 128, 1, True)  # a gated partial larger than one stage
 
 
+def test_generator_switches_read_a_recorded_block_as_the_generator_of_its_time():
+    """A recorded "codegen" block sets every switch it names; a switch it lacks is what the generator did before
+    that switch existed (`Switch.absent`), or keeps its value where every block names it; an empty block changes
+    nothing; every value comes back after the block, also when rendering fails inside it."""
+    from fusesim import capability
+    from fusesim.capability import FRAGMENT_EPILOGUE, SWITCHES, codegen_switches, generator_switches
+
+    now = codegen_switches()
+    assert list(now) == [s.key for s in SWITCHES] == list(FRAGMENT_EPILOGUE)
+    assert all(getattr(capability, s.constant) == now[s.key] for s in SWITCHES)
+    with generator_switches({}):
+        assert codegen_switches() == now
+    with generator_switches(FRAGMENT_EPILOGUE):
+        assert codegen_switches() == FRAGMENT_EPILOGUE
+    older = {"gemm_staged_store": True, "gemm_staged_red": False}  # a block from before every later switch
+    with generator_switches(older):
+        got = codegen_switches()
+    assert got == {s.key: older.get(s.key, now[s.key] if s.absent is None else s.absent) for s in SWITCHES}
+    assert got["convert_batch"] == 1 and got["fused_relaxed_arrive"] is False and got["gemm_staged_red"] is False
+    with pytest.raises(RuntimeError), generator_switches({**now, "fused_relaxed_arrive": not now["fused_relaxed_arrive"]}):
+        assert capability.FUSED_RELAXED_ARRIVE is not now["fused_relaxed_arrive"]
+        raise RuntimeError("inside")
+    assert codegen_switches() == now
+
+
 def test_im2col_rows_decoded_once_per_block_follow_the_switch():
     """3x3 conv chains' A loader: each copy's row decoded once per block (Im2colRows) in both
     mma.sync templates; with the switch off (files recorded before it) the per-copy decode."""
