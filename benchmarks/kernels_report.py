@@ -22,6 +22,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from fusesim.capability import SWITCHES, recorded_switches
 from fusesim.hardware import load_hardware
 from fusesim.workload import Chain
 
@@ -183,23 +184,31 @@ def run_stats(rs: list[dict[str, Any]]) -> dict[str, Any]:
             "strategies": ", ".join(f"{s} {sum(1 for r in have if r['strategy'] == s)}" for s in ("unfused", "smem", "dsm"))}
 
 
+# what a run's kernels have that an earlier run's lack, by generator switch (capability.SWITCHES' keys)
+SWITCH_WHAT = {"fused_producer_early_wait": "fused_wgmma's producer early wait (73 plans)",
+               "fused_gemm1_unroll": "its unrolled GEMM1 loop",
+               "fused_relaxed_arrive": "its relaxed cluster barrier arrives"}
+
+
+def switches_lacking(path: Path, than: Path) -> list[str]:
+    """SWITCH_WHAT of every switch whose value in the bench file `path`'s "codegen" block differs from `than`'s,
+    in capability.SWITCHES' order."""
+    mine = recorded_switches(json.loads(path.read_text()).get("codegen"))
+    theirs = recorded_switches(json.loads(than.read_text()).get("codegen"))
+    return [SWITCH_WHAT.get(s.key, s.key) for s in SWITCHES if mine[s.key] != theirs[s.key]]
+
+
 def h100_one_run_bullet(first: bool = True, prefix: str = "final3_paper_") -> list[str]:
     """One line on the H100 run of all 26 cases (benchmarks/h100.md has its table); `first`: rendered under the
-    first final run, whose kernels it postdates, else under the H200's later run `prefix`, whose kernels differ
-    from it by fused_wgmma's producer early wait (capability.FUSED_PRODUCER_EARLY_WAIT, 73 of its plans), from
-    final4 on its unrolled GEMM1 loop (FUSED_GEMM1_UNROLL), from final5 on its relaxed cluster barrier arrives
-    (FUSED_RELAXED_ARRIVE)."""
+    first final run, whose kernels it postdates, else under the H200's later run `prefix`, with the switches its
+    kernels differ in as the two runs' "codegen" blocks record them (`switches_lacking`)."""
     files = [ROOT / H100_ONE_RUN.format(wl) for wl in WORKLOADS]
     if not all(f.exists() for f in files):
         return []
     rs, env = rows_of(files, ROOT / "hw_configs" / "h100_sxm.yaml")
     st = run_stats(rs)
-    missing = ["fused_wgmma's producer early wait (73 plans)"]
-    if prefix != "final3_paper_":
-        missing.append("its unrolled GEMM1 loop")
-    if prefix not in ("final3_paper_", "final4_paper_"):
-        missing.append("its relaxed cluster barrier arrives")
-    what = ("with every kernel change kept since this run" if first else
+    missing = [] if first else switches_lacking(files[0], ROOT / "results" / "h200" / f"{prefix}{WORKLOADS[0]}.json")
+    what = ("with every kernel change kept since this run" if first else "with this run's kernels" if not missing else
             "with this run's kernels but for " + (", ".join(missing[:-1]) + " and " if len(missing) > 1 else "")
             + missing[-1])
     return [f"- All 26 cases in one run {what}, on an H100 where an H200 was "

@@ -184,6 +184,13 @@ def generator_switches(switches: dict[str, bool | int]) -> Iterator[None]:
             module[s.constant] = saved[s.key]
 
 
+def recorded_switches(block: dict[str, bool | int] | None) -> dict[str, bool | int]:
+    """Every switch's value in a measured file's "codegen" block as `generator_switches` reads it (None or
+    empty: the file has none, `FRAGMENT_EPILOGUE`)."""
+    with generator_switches(block or FRAGMENT_EPILOGUE):
+        return codegen_switches()
+
+
 # the wgmma templates' implicit im2col A loader (k1 x k1 conv chains): False keeps those chains on mma_sync
 # (environment FUSESIM_WGMMA_IM2COL=0 / 1 overrides the default)
 WGMMA_IM2COL = os.environ.get("FUSESIM_WGMMA_IM2COL", "1") != "0"

@@ -56,3 +56,21 @@ def test_best_rows_picks_the_fastest_verified_plan():
     assert row["best_strategy"] == "dsm" and row["best_us"] == 5.0  # the unverified faster plan never wins
     assert row["by_strategy_us"] == {"dsm": 5.0, "unfused": 7.0}
     assert row["verified"] == "2/3"
+
+
+def test_switches_lacking_reads_the_runs_codegen_blocks(tmp_path):
+    """The H100 run's bullet names the switches its kernels lack from the two files' "codegen" blocks: a block
+    without a later switch ran without it, a file without a block ran the fragment epilogue."""
+    import json
+
+    mod = _report_module()
+    old, new, none = tmp_path / "old.json", tmp_path / "new.json", tmp_path / "none.json"
+    old.write_text(json.dumps({"codegen": {"gemm_staged_store": True, "gemm_staged_red": True, "convert_batch": 4,
+                                           "fused_producer_early_wait": False}}))
+    new.write_text(json.dumps({"codegen": {"gemm_staged_store": True, "gemm_staged_red": True, "convert_batch": 4,
+                                           "fused_producer_early_wait": True, "fused_relaxed_arrive": True}}))
+    none.write_text("{}")
+    assert mod.switches_lacking(old, new) == [mod.SWITCH_WHAT["fused_producer_early_wait"],
+                                              mod.SWITCH_WHAT["fused_relaxed_arrive"]]
+    assert mod.switches_lacking(new, new) == []
+    assert mod.switches_lacking(none, old)[:3] == ["gemm_staged_store", "gemm_staged_red", "convert_batch"]
