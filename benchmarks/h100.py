@@ -66,6 +66,9 @@ BENCH_SETS["the 17 small cases, every fused_wgmma hand plan untimed before (352)
 # scripts/device_final2.sh, on an H100 where an H200 was asked for)
 FINAL6 = "results/h200/final6_paper_*_h100.json"
 BENCH_SETS["all 26 cases in one run, final5's plans and 119 more (split-K through DSM variants, two S8 sweep plans)"] = FINAL6
+# the same 532 plans and generator again, four hours later (the same command; the H100 the tool lent then)
+FINAL6R = "results/h200/final6r_paper_*_h100.json"
+BENCH_SETS["the same 532 plans again, a second run"] = FINAL6R
 STREAM_LABEL = "each strategy's fastest final-run plan, all 26 cases (the stream trial's default stream)"
 MCAST_LABEL = "unfused gemm_wgmma plans, the multicast trial's control"
 WEIGHT_STREAMING = ("G5", "G8", "S1", "S2", "S3", "S4", "S5", "S6", "S7")
@@ -243,9 +246,78 @@ def main() -> int:
               f"{eager_x:.2f}x over eager, {graphs_x:.2f}x over graphs (the H200's final run: benchmarks/kernels.md). "
               "The plans were the H200's; none was chosen for the H100.", ""]
     lines += one_run_section()
+    lines += repeat_section()
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")
     return 0
+
+
+def _verified_times(pattern: str) -> tuple[dict[tuple[str, str], float], dict[str, Any]]:
+    """{(case, plan as sorted JSON): queued median us} of a run's verified plans, and its env."""
+    out: dict[tuple[str, str], float] = {}
+    env: dict[str, Any] = {}
+    for f in sorted(glob.glob(str(ROOT / pattern))):
+        doc = json.loads(Path(f).read_text())
+        env = env or doc["env"]
+        for c in doc["cases"]:
+            for r in c["plans"]:
+                if r.get("verify", {}).get("ok"):
+                    out[(c["case"], json.dumps(r["plan"], sort_keys=True))] = r["time"]["queued_median_us"]
+    return out, env
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[round(q * (len(xs) - 1))]
+
+
+def repeat_section() -> list[str]:
+    """final6's plans timed twice on H100s, four hours apart: how far a plan's time, a case's best and a
+    within-run comparison (the plans final6 added against final5's, results/h200/final5_paper_*, in each run)
+    move between runs."""
+    a, env_a = _verified_times(FINAL6)
+    b, env_b = _verified_times(FINAL6R)
+    if not a or not b:
+        return []
+    final5, _ = _verified_times("results/h200/final5_paper_*[ns].json")
+    old = {k for k in final5}
+    common = sorted(set(a) & set(b))
+    ratio = [b[k] / a[k] for k in common]
+    cases = sorted({c for c, _p in common}, key=_order)
+
+    def best(t: dict[tuple[str, str], float], case: str, keep=lambda k: True) -> tuple[str, float] | None:
+        got = [(k[1], v) for k, v in t.items() if k[0] == case and keep(k)]
+        return min(got, key=lambda kv: kv[1]) if got else None
+
+    same = sum(1 for c in cases if best(a, c)[0] == best(b, c)[0])  # type: ignore[index]
+    case_ratio = [best(b, c)[1] / best(a, c)[1] for c in cases]  # type: ignore[index]
+    added: dict[str, list[float]] = {}
+    for c in cases:
+        pair = []
+        for t in (a, b):
+            new_best = best(t, c, lambda k: k not in old)
+            old_best = best(t, c, lambda k: k in old)
+            if new_best and old_best:
+                pair.append(new_best[1] / old_best[1])
+        if len(pair) == 2:
+            added[c] = pair
+    moved = [abs(y - x) for x, y in added.values()]
+    flips = [c for c, (x, y) in added.items() if (x < 1) != (y < 1)]
+    when = [e.get("date_utc", "?")[:16].replace("T", " ") for e in (env_a, env_b)]
+    lines = ["", "## Run to run: final6 twice", "",
+             f"`{FINAL6}` ({when[0]} UTC, {env_a.get('gpu')}) and `{FINAL6R}` ({when[1]} UTC, {env_b.get('gpu')}): "
+             f"the same plans, generator and command on the H100s the tool lent. {len(common)} plans verified in "
+             f"both: the second run's time over the first's, median {statistics.median(ratio):.3f}, 5-95% "
+             f"{_quantile(ratio, 0.05):.3f}-{_quantile(ratio, 0.95):.3f}, all {min(ratio):.3f}-{max(ratio):.3f}; "
+             f"each case's fastest plan the same in {same} of {len(cases)}, its time "
+             f"{min(case_ratio):.3f}-{max(case_ratio):.3f}x. Per case with plans that final6 added to final5's "
+             "(results/h200/final5_paper_*), the fastest added plan over the fastest of final5's, in each run: "
+             f"the ratio moved by a median {statistics.median(moved):.3f} (at most {max(moved):.3f}) between the "
+             f"runs, and {len(flips)} case{'s' if len(flips) != 1 else ''} changed sides of 1"
+             + (f" ({', '.join(flips)})" if flips else "") + ".", "",
+             "| case | added / final5's, first run | second run |", "| --- | ---: | ---: |"]
+    lines += [f"| {c} | {x:.3f} | {y:.3f} |" for c, (x, y) in added.items()]
+    return lines + [""]
 
 
 def one_run_section() -> list[str]:
