@@ -35,7 +35,7 @@ from fusesim.hardware import Hardware, load_hardware  # noqa: E402
 from fusesim.plan import Plan  # noqa: E402
 from fusesim.report.measured import load_measured  # noqa: E402
 from fusesim.sim import simulate  # noqa: E402
-from fusesim.validate import Row, Verdict, fusion_verdicts, planner_verdict, summarize  # noqa: E402
+from fusesim.validate import Row, Verdict, fusion_verdicts, join, planner_verdict, summarize  # noqa: E402
 from fusesim.workload import Chain  # noqa: E402
 
 H100 = "hw_configs/h100_sxm.yaml"
@@ -247,6 +247,7 @@ def main() -> int:
               "The plans were the H200's; none was chosen for the H100.", ""]
     lines += one_run_section()
     lines += repeat_section()
+    lines += traffic_section(configs)
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")
     return 0
@@ -317,6 +318,39 @@ def repeat_section() -> list[str]:
              + (f" ({', '.join(flips)})" if flips else "") + ".", "",
              "| case | added / final5's, first run | second run |", "| --- | ---: | ---: |"]
     lines += [f"| {c} | {x:.3f} | {y:.3f} |" for c, (x, y) in added.items()]
+    return lines + [""]
+
+
+def traffic_section(configs: dict[str, Hardware]) -> list[str]:
+    """Nsight Compute's bytes of the second final6 run (every plan, each kernel on a cold L2: ncu flushes the
+    caches between kernels, so an unfused plan's gemm1 reads C' from DRAM where the simulator keeps it in L2)
+    against the simulated bytes on each H100 file."""
+    files = sorted(glob.glob(str(ROOT / FINAL6R)))
+    if not files:
+        return []
+    lines = ["", "## Traffic on the H100: Nsight Compute vs simulated bytes", "",
+             f"`{FINAL6R}` (every verified plan profiled by `python3 -m fusesim.gpu.ncu --all`; each kernel on a cold "
+             "L2, an unfused plan's two kernels summed), simulated with the plan and generator switches each ran with. "
+             "Within 5%: plans whose simulated bytes are within 5% of the counter, of those with at least 0.1 MB "
+             "measured. The unfused plans' DRAM reads include C' read back by gemm1 after ncu's flush, which the "
+             "simulator keeps in L2; the model's L2 bytes are the SMs' requests, which `lts__t_bytes` exceeds "
+             "(benchmarks/validation.md: both the same on the H200).", "",
+             "| hw config | counter | strategy | plans | within 5% | signed median error | MAPE |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for cfg, hw in configs.items():
+        if "without" in cfg:
+            continue
+        rows = join(files, hw)
+        for counter in ("dram_read", "dsm", "l2"):
+            for fused in (True, False):
+                errs = [(r.predicted_bytes[counter] - m) / m for r in rows
+                        if (r.plan is not None and (r.plan.strategy != "unfused") == fused)
+                        and (m := r.measured_bytes.get(counter, 0.0)) >= 1e5]
+                if not errs:
+                    continue
+                lines.append(f"| {cfg} | {counter} | {'fused' if fused else 'unfused'} | {len(errs)} | "
+                             f"{sum(abs(e) < 0.05 for e in errs)} | {100 * statistics.median(errs):+.1f}% | "
+                             f"{100 * statistics.mean(abs(e) for e in errs):.1f}% |")
     return lines + [""]
 
 
