@@ -281,7 +281,7 @@ def repeat_section() -> list[str]:
     if not a or not b:
         return []
     final5, _ = _verified_times("results/h200/final5_paper_*[ns].json")
-    old = {k for k in final5}
+    old = set(final5)
     common = sorted(set(a) & set(b))
     ratio = [b[k] / a[k] for k in common]
     cases = sorted({c for c, _p in common}, key=_order)

@@ -126,8 +126,8 @@ FUSED_RELAXED_ARRIVE = True
 class Switch:
     """One generator switch: its key in a measured file's "codegen" block, the module constant that holds it,
     what the generator did before the switch existed (`before`: the kernels of a file without a "codegen"
-    block), and what a recorded block without the key ran (`absent`; None: the block predates no such
-    change, so the switch keeps its current value)."""
+    block), and what a recorded block without the key ran (`absent`; None: every recorded block names the key,
+    it came with the first one, so a block without it asks for no change and the current value stays)."""
 
     key: str
     constant: str
