@@ -8,7 +8,8 @@
 # Prepare HERE: bash scripts/device_wheels.sh; python3 scripts/prebuild.py --plans-file
 # results/h200/plans_final_gemm_chains.json results/h200/plans_final_gated_ffn.json results/h200/plans_estage.json
 # --stage DIR/.fscache; tar -cf - -C DIR .fscache | xz -9 -T2 > .fscarry/cache.tar.xz.
-# Then: run(command="scripts/device_final2.sh $OUT", carry=[".whl", ".fscarry"]).
+# Then: run(command="scripts/device_final2.sh $OUT", carry=[".whl", ".fscarry"]); with REQUIRE_GPU=H200 it stops at
+# once on any other GPU (scripts/device_env.sh), so an H100 lent for an H200 costs its start only.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:?usage: scripts/device_final2.sh OUT_DIR}
