@@ -7,7 +7,7 @@ GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 # REQUIRE_GPU=H200: stop at once (exit 3, before the wheels and the kernels are unpacked) on any other GPU, when
 # only that GPU's numbers are wanted (the device tool may lend an H100 for an H200; the start is spent either way)
 if [ -n "${REQUIRE_GPU:-}" ] && [[ "$GPU" != *"$REQUIRE_GPU"* ]]; then
-  echo "not a $REQUIRE_GPU ($GPU): nothing run"; exit 3
+  echo "${GPU:-no GPU} is not the $REQUIRE_GPU asked for: nothing run"; exit 3
 fi
 TAG=""; case "$GPU" in *H100*) TAG=_h100 ;; esac
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
