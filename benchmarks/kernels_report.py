@@ -241,11 +241,13 @@ def previous_whole_run_bullet(prefix: str) -> list[str]:
 
 def relaxed_arrive_bullet(prefix: str) -> list[str]:
     """The relaxed cluster barrier arrives (capability.FUSED_RELAXED_ARRIVE), kept after final4: in the kernels of
-    the runs after it, not in final4's (none for the runs before final4)."""
+    the runs whose recorded "codegen" block has them, not in final4's (none for the runs before final4)."""
     if prefix in ("final3_paper_", FIRST_RUN):
         return []
-    head = ("- Kept after this run (not in its kernels; measured on an H100)" if prefix == "final4_paper_" else
-            "- Kept after final4 (in this run's kernels; measured on an H100)")
+    doc = json.loads((ROOT / "results" / "h200" / f"{prefix}{WORKLOADS[0]}.json").read_text())
+    head = ("- Kept after final4 (in this run's kernels; measured on an H100)"
+            if recorded_switches(doc.get("codegen"))["fused_relaxed_arrive"] else
+            "- Kept after this run (not in its kernels; measured on an H100)")
     return [f"{head}: fused_wgmma's start and exit cluster barriers arrive",
             "  .relaxed (`capability.FUSED_RELAXED_ARRIVE`; the mbarrier-init fence and the receivers' acquire waits order",
             "  what they protect). With .release every thread's arrive waited out a cluster-scope release: the start",
