@@ -371,7 +371,7 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = FIRST_RU
         "  of final5's fastest unfused plan of each case and the sweep's two faster S8 plans. The best new plan",
         "  against the case's best old one in the same run: G7 0.960x, C8 0.957x, S1 0.978x, G4 0.981x, G5 0.984x,",
         "  S3 0.985x, G10 0.994x, the rest 1.00-1.65x (the S8 plans 1.06x: their 0.97x in the sweep was that run's",
-        "  slow control); 1.47x over eager, 1.37x over graphs there (final3 on an H100: 1.42x, 1.32x). The same",
+        "  slow control); 1.47x over eager, 1.36x over graphs there (final3 on an H100: 1.42x, 1.32x). The same",
         "  plans again four hours later (results/h200/final6r_paper_*_h100.json, an H100): each of these ratios within",
         "  0.026 of the first run's, none across 1 (benchmarks/h100.md, \"Run to run\").",
         "- Weight-streaming cases, unfused gemm_wgmma tile width / split-K / ring depth per GEMM and rings small",
