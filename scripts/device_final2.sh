@@ -32,6 +32,8 @@ WORKLOADS=${WORKLOADS:-gemm_chains gated_ffn conv_chains}
 if [[ " $STEPS " == *" bench "* ]]; then
   for wl in $WORKLOADS; do
     step "bench $wl"
+    # a repeat of a committed run comes back under its name: say so here, so it is renamed, not committed over it
+    [ -f "results/h200/$PREFIX$wl$TAG.json" ] && echo "note: results/h200/$PREFIX$wl$TAG.json is committed; rename this run's file"
     timeout "${BENCH_TIMEOUT:-200}" python3 -m fusesim.commands.bench "workloads/paper_$wl.yaml" --hw "$HW" --plans "file:$(plans_of "$wl")" \
       --top-k 99 --reps 50 --work /tmp/bench_work --out "$DEST/$PREFIX$wl$TAG.json" | tail -13 || rc=1
   done
