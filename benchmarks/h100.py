@@ -69,6 +69,7 @@ BENCH_SETS["all 26 cases in one run, final5's plans and 119 more (split-K throug
 # the same 532 plans and generator again, four hours later (the same command; the H100 the tool lent then)
 FINAL6R = "results/h200/final6r_paper_*_h100.json"
 BENCH_SETS["the same 532 plans again, a second run"] = FINAL6R
+BENCH_LABEL = {pattern: label for label, pattern in BENCH_SETS.items()}
 STREAM_LABEL = "each strategy's fastest final-run plan, all 26 cases (the stream trial's default stream)"
 MCAST_LABEL = "unfused gemm_wgmma plans, the multicast trial's control"
 WEIGHT_STREAMING = ("G5", "G8", "S1", "S2", "S3", "S4", "S5", "S6", "S7")
@@ -246,25 +247,22 @@ def main() -> int:
               f"{eager_x:.2f}x over eager, {graphs_x:.2f}x over graphs (the H200's final run: benchmarks/kernels.md). "
               "The plans were the H200's; none was chosen for the H100.", ""]
     lines += one_run_section()
-    lines += repeat_section()
+    lines += repeat_section(sets)
     lines += traffic_section(configs)
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")
     return 0
 
 
-def _verified_times(pattern: str) -> tuple[dict[tuple[str, str], float], dict[str, Any]]:
-    """{(case, plan as sorted JSON): queued median us} of a run's verified plans, and its env."""
-    out: dict[tuple[str, str], float] = {}
-    env: dict[str, Any] = {}
-    for f in sorted(glob.glob(str(ROOT / pattern))):
-        doc = json.loads(Path(f).read_text())
-        env = env or doc["env"]
-        for c in doc["cases"]:
-            for r in c["plans"]:
-                if r.get("verify", {}).get("ok"):
-                    out[(c["case"], json.dumps(r["plan"], sort_keys=True))] = r["time"]["queued_median_us"]
-    return out, env
+def _verified_times(measured: list[tuple[str, dict[str, Any], float, dict]]) -> dict[tuple[str, str], float]:
+    """{(case, plan as sorted JSON): measured us} of a set's verified plans (`_bench_measurements`)."""
+    return {(case, json.dumps(pd, sort_keys=True)): us for case, pd, us, _switches in measured}
+
+
+def _env(pattern: str) -> dict[str, Any]:
+    """The env block of the first bench file `pattern` matches."""
+    files = sorted(glob.glob(str(ROOT / pattern)))
+    return json.loads(Path(files[0]).read_text())["env"] if files else {}
 
 
 def _quantile(xs: list[float], q: float) -> float:
@@ -272,16 +270,16 @@ def _quantile(xs: list[float], q: float) -> float:
     return xs[round(q * (len(xs) - 1))]
 
 
-def repeat_section() -> list[str]:
-    """final6's plans timed twice on H100s, four hours apart: how far a plan's time, a case's best and a
-    within-run comparison (the plans final6 added against final5's, results/h200/final5_paper_*, in each run)
-    move between runs."""
-    a, env_a = _verified_times(FINAL6)
-    b, env_b = _verified_times(FINAL6R)
+def repeat_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]]]) -> list[str]:
+    """final6's plans timed twice on H100s, four hours apart (their sets in `measured_sets`): how far a plan's
+    time, a case's best and a within-run comparison (the plans final6 added against final5's,
+    results/h200/final5_paper_*, in each run) move between runs."""
+    a = _verified_times(sets[BENCH_LABEL[FINAL6]])
+    b = _verified_times(sets[BENCH_LABEL[FINAL6R]])
     if not a or not b:
         return []
-    final5, _ = _verified_times("results/h200/final5_paper_*[ns].json")
-    old = set(final5)
+    env_a, env_b = _env(FINAL6), _env(FINAL6R)
+    old = set(_verified_times(list(_bench_measurements("results/h200/final5_paper_*[ns].json"))))
     common = sorted(set(a) & set(b))
     ratio = [b[k] / a[k] for k in common]
     cases = sorted({c for c, _p in common}, key=_order)

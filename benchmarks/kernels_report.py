@@ -190,11 +190,15 @@ SWITCH_WHAT = {"fused_producer_early_wait": "fused_wgmma's producer early wait (
                "fused_relaxed_arrive": "its relaxed cluster barrier arrives"}
 
 
+def run_switches(path: Path) -> dict[str, bool | int]:
+    """The generator switches a bench file's kernels were built with, as its "codegen" block records them."""
+    return recorded_switches(json.loads(path.read_text()).get("codegen"))
+
+
 def switches_lacking(path: Path, than: Path) -> list[str]:
     """SWITCH_WHAT of every switch whose value in the bench file `path`'s "codegen" block differs from `than`'s,
     in capability.SWITCHES' order."""
-    mine = recorded_switches(json.loads(path.read_text()).get("codegen"))
-    theirs = recorded_switches(json.loads(than.read_text()).get("codegen"))
+    mine, theirs = run_switches(path), run_switches(than)
     return [SWITCH_WHAT.get(s.key, s.key) for s in SWITCHES if mine[s.key] != theirs[s.key]]
 
 
@@ -244,9 +248,8 @@ def relaxed_arrive_bullet(prefix: str) -> list[str]:
     the runs whose recorded "codegen" block has them, not in final4's (none for the runs before final4)."""
     if prefix in ("final3_paper_", FIRST_RUN):
         return []
-    doc = json.loads((ROOT / "results" / "h200" / f"{prefix}{WORKLOADS[0]}.json").read_text())
     head = ("- Kept after final4 (in this run's kernels; measured on an H100)"
-            if recorded_switches(doc.get("codegen"))["fused_relaxed_arrive"] else
+            if run_switches(ROOT / "results" / "h200" / f"{prefix}{WORKLOADS[0]}.json")["fused_relaxed_arrive"] else
             "- Kept after this run (not in its kernels; measured on an H100)")
     return [f"{head}: fused_wgmma's start and exit cluster barriers arrive",
             "  .relaxed (`capability.FUSED_RELAXED_ARRIVE`; the mbarrier-init fence and the receivers' acquire waits order",
