@@ -75,6 +75,20 @@ def wgmma_gemm_smem_bytes(block_m: int, block_n: int, stages: int, gated: bool) 
 # (False: red.add.v2 of the fragments). Both measured faster on the H200 (results/h200/store_trial.json).
 GEMM_STAGED_STORE = True
 GEMM_STAGED_RED = True
+# A staged split-K gemm_wgmma GEMM (no cluster) whose fp32 partial tile (gate and up, gated) has at least this
+# many bytes sums its parts in slices (`gemm_split_shared`): every part stores its partial into its own slice of
+# the workspace (plain 16-byte stores), the parts of a tile wait for each other (fs::split_parts_barrier), then
+# each sums its 1/split share of the tile from every slice and stores it. Otherwise (or 0): every part red.adds
+# into one workspace tile, and the tile's last part converts it and re-zeroes it. On since 2026-12-06 at 32 KiB:
+# per-block timelines put the weight-streaming gemm1's tail in moving the partial out (2.1 us for S1's 64 KiB),
+# the fence (1.3-1.8 us) and the last part's convert (2.1 us; results/h200/probe_splitk_tail_h100.json), and the
+# 46 fastest unfused wgmma plans with split-K of final5, built three ways and timed twice in one run (an H100, all
+# verified): the 23 plans with a GEMM at or above 32 KiB took 0.933-1.029x the red.add time (median 0.983x; the
+# weight-streaming cases' 18 plans 0.964-0.994x), slices for every split GEMM 0.908-1.054x (the 64x64 tiles'
+# 16 KiB partials 1.0-1.05x slower); results/h200/split_shared_trial_run{1,2}_h100.json. compute-sanitizer's
+# memcheck, racecheck and synccheck on the gemm_wgmma families clean (results/h200/sanitize_split_shared_h100.json).
+# A form whose last part alone summed the slices was slower everywhere (results/h200/split_slices_trial_h100.json).
+GEMM_SPLIT_SHARED_MIN_BYTES = 32768
 # float4s of the fp32 sum each thread of a split's last contributor loads before it stores any, in the
 # convert after the ticket (all templates): one L2 round trip per batch; 1 = one per float4 (before)
 CONVERT_BATCH = 4
@@ -138,6 +152,7 @@ class Switch:
 SWITCHES = (
     Switch("gemm_staged_store", "GEMM_STAGED_STORE", before=False, absent=None),
     Switch("gemm_staged_red", "GEMM_STAGED_RED", before=False, absent=None),
+    Switch("gemm_split_shared_min_bytes", "GEMM_SPLIT_SHARED_MIN_BYTES", before=0, absent=0),  # red.add, all
     Switch("convert_batch", "CONVERT_BATCH", before=1, absent=1),  # before the batched convert
     Switch("im2col_rows_hoisted", "IM2COL_ROWS_HOISTED", before=False, absent=False),
     Switch("fused_staged_e", "FUSED_STAGED_E", before=False, absent=False),
@@ -361,6 +376,14 @@ def _common(plan: Plan) -> str | None:
     if not 2 <= plan.stages <= MAX_STAGES:
         return f"stages = {plan.stages}: the pipeline supports 2..{MAX_STAGES}"
     return None
+
+
+def gemm_split_shared(block_m: int, block_n: int, stages: int, gated: bool, split: int, cluster_size: int) -> bool:
+    """Whether a gemm_wgmma GEMM sums its split-K parts in slices, each part a share of the tile
+    (`GEMM_SPLIT_SHARED_MIN_BYTES`), rather than by red.add into one tile that its last part converts."""
+    partial_bytes = (2 if gated else 1) * block_m * block_n * 4
+    return (GEMM_SPLIT_SHARED_MIN_BYTES > 0 and split > 1 and cluster_size == 1
+            and wgmma_split_rows_staged(block_m, block_n, stages, gated) and partial_bytes >= GEMM_SPLIT_SHARED_MIN_BYTES)
 
 
 def kernel_split(kern: Kernel, rows: int, cols: int) -> int:

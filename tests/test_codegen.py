@@ -91,7 +91,8 @@ def test_wgmma_epilogue_staging_follows_split_and_switches():
 
     ch = Chain("stg", "ffn", 128, 2048, 1024, 2048, "gelu", False)
     plan = unfused_wgmma(ch, 128, 128, 4, split1=4)
-    staged = generate(plan).code
+    with generator_switches({"gemm_split_shared_min_bytes": 0}):  # the red.add form of the staged partial
+        staged = generate(plan).code
     assert staged.count("epilogue through SMEM") == 1 and staged.count("split-K through SMEM") == 1
     assert "fs::red_add_f32x4(ws" in staged and "red_add_f32x2(ws" not in staged
     with generator_switches(FRAGMENT_EPILOGUE):
@@ -100,6 +101,33 @@ def test_wgmma_epilogue_staging_follows_split_and_switches():
     assert "through SMEM" not in old and "red_add_f32x2(ws" in old
     assert wgmma_split_rows_staged(128, 128, 4, False)  # the switches are restored
     assert not wgmma_split_rows_staged(128, 128, 1, True)  # a gated partial larger than one stage
+
+
+def test_split_k_sums_in_slices_where_the_partial_is_large():
+    """A staged split-K gemm_wgmma GEMM whose fp32 partial has GEMM_SPLIT_SHARED_MIN_BYTES or more sums its parts
+    in slices (plain stores into a slab per part, the parts' barrier, a share per part, no re-zeroing; the grid
+    checked against the occupancy); a smaller partial, a GEMM without split-K, a DSM split and the switch at 0
+    keep the red.add into one tile."""
+    from fusesim import capability
+    from fusesim.capability import gemm_split_shared, generator_switches
+
+    assert capability.GEMM_SPLIT_SHARED_MIN_BYTES == 32768
+    assert gemm_split_shared(128, 64, 6, False, 4, 1) and gemm_split_shared(64, 128, 6, False, 2, 1)
+    assert gemm_split_shared(64, 64, 6, True, 2, 1)  # gate and up: 2 x 16 KiB
+    assert not gemm_split_shared(64, 64, 6, False, 8, 1)  # 16 KiB
+    assert not gemm_split_shared(128, 128, 4, False, 1, 1) and not gemm_split_shared(128, 128, 4, False, 4, 4)
+    with generator_switches({"gemm_split_shared_min_bytes": 0}):
+        assert not gemm_split_shared(128, 128, 4, False, 4, 1)
+    ch = Chain("shr", "ffn", 128, 2048, 1024, 2048, "gelu", False)
+    code = generate(unfused_wgmma(ch, 128, 128, 4, split1=4)).code  # gemm0 unsplit, gemm1 split 4
+    head, gemms = code.split("namespace gemm0 {")
+    g0, g1 = gemms.split("namespace gemm1 {")
+    assert "void split_parts_barrier(int* ticket, int parts)" in head  # defined once, for the kernels that use it
+    assert "split_parts_barrier" not in g0 and g1.count("fs::split_parts_barrier(tickets + tile, SPLIT);") == 1
+    assert "WS_FLOATS = SPLIT > 1 ? PART_FLOATS * SPLIT : 0" in g1 and "__stcg(reinterpret_cast<float4*>(wp)" in g1
+    assert "red_add_f32x4" not in g1 and "GRID > sms * per_sm" in g1 and "inter_cluster_ticket" not in g1
+    small = generate(unfused_wgmma(ch, 64, 64, 4, split1=4)).code
+    assert "split_parts_barrier" not in small and "fs::red_add_f32x4(ws" in small
 
 
 def test_generator_switches_read_a_recorded_block_as_the_generator_of_its_time():

@@ -667,7 +667,7 @@ def test_split_k_reductions_take_the_calibrated_rates(staged: bool):
     ch = ex.chain("frg", 128, 2048, 1024, 4096, activation="gelu")
     split = unfused_wgmma(ch, 128, 128, 6, split1=4)
     plain = unfused_wgmma(ch, 128, 128, 6)
-    with generator_switches({} if staged else FRAGMENT_EPILOGUE):
+    with generator_switches({"gemm_split_shared_min_bytes": 0} if staged else FRAGMENT_EPILOGUE):  # red.add forms
         a, b = simulate(split, free), simulate(split, base)
         assert simulate(split, no_other).time_ns == b.time_ns
         assert simulate(plain, free).time_ns == simulate(plain, base).time_ns
@@ -676,6 +676,31 @@ def test_split_k_reductions_take_the_calibrated_rates(staged: bool):
     floor_ns = partial / getattr(base, f"{mine}_gbps_per_sm") - partial / port_gbps
     assert b.time_ns - a.time_ns >= 0.9 * floor_ns > 0
     assert a.bytes == b.bytes  # the same traffic, only slower
+
+
+def test_split_k_in_slices_moves_what_the_analyzer_counts():
+    """Split-K summed in slices (capability.gemm_split_shared): the simulator stores every part's partial into
+    its own slab (no fetch from HBM, no zeros back) and reads each part's share of the others' slabs, the bytes
+    fusesim.planner.dataflow counts; with red.add into one tile it fetches the workspace from HBM instead."""
+    from fusesim.capability import generator_switches
+    from fusesim.codegen.handplans import unfused_wgmma
+    from fusesim.planner.dataflow import analyze
+    from fusesim.sim.kernels import split_workspaces
+
+    base = hw()
+    ch = ex.chain("shr", 128, 2048, 1024, 4096, activation="gelu")
+    plan = unfused_wgmma(ch, 128, 128, 6, split1=4)
+    ws = 128 * 4096 * 4  # one M x L fp32 slab
+    got = {}
+    for mode in (0, 32768):
+        with generator_switches({"gemm_split_shared_min_bytes": mode}):
+            r, v = simulate(plan, base), analyze(plan, base)
+            got[mode] = r.bytes
+            assert split_workspaces(plan)["W:E"][0] == (128 * 4 if mode else 128)
+            for level in ("l2_read", "l2_write", "hbm_read"):
+                assert r.bytes[level] == pytest.approx(getattr(v, level), rel=1e-6), (mode, level)
+    assert got[0]["hbm_read"] - got[32768]["hbm_read"] == ws  # the red.adds fetched the zeroed slab
+    assert got[32768]["l2_read"] - got[0]["l2_read"] == (4 - 1) * ws - ws  # shares of 3 slabs vs one sum
 
 
 def test_pdl_secondary_waits_the_calibrated_release():

@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from fusesim.capability import gemm_split_shared
 from fusesim.hardware import Hardware
 from fusesim.plan import Placement, Plan
 from fusesim.planner.dsm_comm import (
@@ -217,7 +218,10 @@ def split_k_protocol_bytes(plan: Plan) -> dict[str, float]:
     the last part of a tile reads the sums (L2 read), stores the output and writes zeros back and
     resets the ticket (L2 writes). A kernel whose split parts form a cluster (cluster_size = split)
     reduces through DSM instead: each part reads its block_n / split columns of every peer's fp32
-    partial (dsm_reduce_scatter's wire bytes), no workspace."""
+    partial (dsm_reduce_scatter's wire bytes), no workspace. Where the parts sum in slices
+    (capability.gemm_split_shared), every part stores its partial into its own slab (L2 writes, whole
+    lines: no fetch), takes two tickets, and reads its 1/split share of the other parts' slabs (L2
+    read); no zeros are written back."""
     out = {"l2_read": 0.0, "l2_write": 0.0, "hbm_read": 0.0, "dsm": 0.0}
     if plan.strategy != "unfused":
         return out
@@ -236,6 +240,11 @@ def split_k_protocol_bytes(plan: Plan) -> dict[str, float]:
             out["dsm"] += kern.grid_blocks * dsm_split_wire_bytes_per_block(t.block_m, t.block_n, split, parts)
             continue
         ws = float(ch.m * cols * parts * SPLIT_WORKSPACE_BYTES)
+        t = kern.tiles
+        if plan.instruction == "wgmma" and gemm_split_shared(t.block_m, t.block_n, kern.stages, parts > 1, split, 1):
+            out["l2_write"] += split * ws + SPLIT_TICKET_BYTES * 2 * kern.grid_blocks
+            out["l2_read"] += (split - 1) * ws
+            continue
         out["l2_read"] += ws
         out["l2_write"] += (split + 1) * ws + SPLIT_TICKET_BYTES * (kern.grid_blocks + kern.grid_blocks // split)
         out["hbm_read"] += ws

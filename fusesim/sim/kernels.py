@@ -72,9 +72,21 @@ def kernel_split(kernel: Kernel, chain) -> int:
     return max(kernel.grid_blocks // max(tiles, 1), 1)
 
 
+def split_shared(plan: Plan, kern: Kernel) -> bool:
+    """Whether gemm_wgmma.cu.j2 sums this kernel's split-K parts in slices, a share per part
+    (capability.gemm_split_shared), rather than by red.add into one workspace tile."""
+    if plan.instruction != "wgmma" or kern.op.startswith("eltwise:"):
+        return False
+    _lhs, rhs, _out, _kred = kernel_io(kern, plan.chain)
+    t = kern.tiles
+    return capability.gemm_split_shared(t.block_m, t.block_n, kern.stages, len(rhs) > 1, kernel_split(kern, plan.chain),
+                                        kern.cluster_size)
+
+
 def split_workspaces(plan: Plan) -> dict[str, tuple[int, int, Kernel]]:
     """fp32 workspaces of the split-K GEMM kernels of an unfused plan (gemm_wgmma.cu.j2: one
-    M x cols slab per accumulated operand, gate and up for a gated GEMM0): name -> (rows, cols, kernel)."""
+    M x cols slab per accumulated operand, gate and up for a gated GEMM0; one such slab per split part,
+    stacked by rows, where the parts sum in slices): name -> (rows, cols, kernel)."""
     if plan.strategy != "unfused":
         return {}
     ch = plan.chain
@@ -84,7 +96,8 @@ def split_workspaces(plan: Plan) -> dict[str, tuple[int, int, Kernel]]:
             continue  # no split, or split-K through DSM (no workspace)
         _lhs, rhs, name, _kred = kernel_io(kern, ch)
         cols = ch.l if name == "E" else ch.n
-        out[SPLIT_WORKSPACE + name] = (ch.m, cols * len(rhs), kern)
+        slices = kernel_split(kern, ch) if split_shared(plan, kern) else 1
+        out[SPLIT_WORKSPACE + name] = (ch.m * slices, cols * len(rhs), kern)
     return out
 
 
@@ -291,6 +304,8 @@ class GemmCohort(Cohort):
         # it fits (capability's rule), else every thread red.adds its accumulator fragments
         self.staged_rows = (plan.instruction == "wgmma" and self.ws is not None and not self.dsm_split
                             and capability.wgmma_split_rows_staged(self.bm, self.bn, kernel.stages, len(self.rhs) > 1))
+        # ... and sums the parts in slices, a share per part, where the partial is large (capability's rule)
+        self.split_shared = self.ws is not None and split_shared(plan, kernel)
 
     def _active(self, step: int, s: int) -> bool:
         lo, hi = self.parts[s]
@@ -355,6 +370,9 @@ class GemmCohort(Cohort):
         tile (split part split - 1, dispatched last) reads the sums, stores the bf16 output and
         zeros into the workspace, and resets the ticket."""
         assert self.ws is not None
+        if self.split_shared:
+            yield from self._shared_split_epilogue()
+            return
         width = len(self.rhs)
         mine = [((m, n), c) for (m, n), c in _counts((m, n) for m, n, _s in self.coords)]
         gran, l2_bytes = self._tiles(self.ws, mine, width)
@@ -380,6 +398,45 @@ class GemmCohort(Cohort):
         if floor is not None:
             yield from self.timed(floor, "convert (dependent round trips)", "store")
 
+
+    def _slice_granules(self, parts: list[tuple[int, int, int]], width: int) -> list[tuple[Key, int]]:
+        """Granules of split part s's slice of output tile (m, n), for each (m, n, s) of `parts` (the
+        slices stack by rows: part s's M x cols slab begins at row s * M)."""
+        assert self.ws is not None
+        rows = self.ws.rows // self.split
+        gran: dict[Key, int] = {}
+        for m, n, s in parts:
+            for w in range(width):
+                _add(gran, self.ws.keys(s * rows + m * self.bm, w * self.out.cols + n * self.bn, self.bm, self.bn))
+        return list(gran.items())
+
+    def _shared_split_epilogue(self):
+        """Split-K in slices as gemm_wgmma.cu.j2 runs it where `capability.gemm_split_shared` holds: every
+        block stages its fp32 partial in its drained ring and stores it into its own slice of the workspace
+        (16-byte row pieces, full lines: no fetch), the parts of a tile wait for each other
+        (fs::split_parts_barrier: the ticket's fence and atomicAdd, an acquire poll and a second atomicAdd,
+        one L2 round trip each beyond the ticket), then every part reads its 1/split share of the tile
+        from the other parts' slices (its own share from SMEM), and stores that share of the output; no
+        zeros are written back."""
+        width = len(self.rhs)
+        part_bytes = self.bm * self.bn * WORKSPACE_BYTES * width
+        yield from self.smem_rmw("split-K partial (stage)", 2 * part_bytes)
+        parts = [(m, n, s) for m, n, s in self.coords]
+        gran = self._slice_granules(parts, width)
+        ev = self.mem.store(gran, part_bytes * len(parts), self.sms, self.port)
+        yield from self.timed(ev, "split-K partial (slice)", "store")
+        yield from self.timed(self.ticket(2 * TICKET_BYTES * len(parts)), "split-K parts barrier", "store")
+        yield from self.timed(self.env.timeout(2 * self.hw.l2_latency_ns), "split-K parts barrier (poll)", "store")
+        share = (self.split - 1) / self.split
+        ev = self.mem.load(gran, int(part_bytes * share * len(parts)), self.sms, self.convert_port)
+        yield from self.timed(ev, "read slices (share)", "store")
+        o_gran, o_bytes = self._tiles(self.out, [((m, n), 1) for (m, n), _c in _counts((m, n) for m, n, _s in parts)])
+        yield from self.timed(self.mem.store(o_gran, o_bytes, self.sms, self.convert_port), "store " + self.out.name, "store")
+        positions = -(-self.bm * max(self.bn // 4, 1) // self.split // max(self.kernel.threads, 1))
+        batch = 1 if self.split - 1 >= 8 else 8 // (self.split - 1)  # float4 positions per round trip
+        floor = self.convert_floor(-(-positions // batch) * capability.CONVERT_BATCH)
+        if floor is not None:
+            yield from self.timed(floor, "sum shares (dependent round trips)", "store")
 
     def _dsm_split_epilogue(self):
         """Split-K through DSM as gemm_wgmma.cu.j2 runs it when a cluster holds the split parts of a
