@@ -84,8 +84,8 @@ GEMM_STAGED_RED = True
 # the fence (1.3-1.8 us) and the last part's convert (2.1 us; results/h200/probe_splitk_tail_h100.json), and the
 # 46 fastest unfused wgmma plans with split-K of final5, built three ways and timed twice in one run (an H100, all
 # verified): the 23 plans with a GEMM at or above 32 KiB took 0.933-1.029x the red.add time (median 0.983x; the
-# weight-streaming cases' 18 plans 0.964-0.994x), slices for every split GEMM 0.908-1.054x (the 64x64 tiles'
-# 16 KiB partials 1.0-1.05x slower); results/h200/split_shared_trial_run{1,2}_h100.json. compute-sanitizer's
+# weight-streaming cases' 18 plans 0.964-0.991x), slices for every split GEMM 0.908-1.051x (the 64x64 tiles'
+# 16 KiB partials mostly slower, up to 1.05x); results/h200/split_shared_trial_run{1,2}_h100.json. compute-sanitizer's
 # memcheck, racecheck and synccheck on the gemm_wgmma families clean (results/h200/sanitize_split_shared_h100.json).
 # A form whose last part alone summed the slices was slower everywhere (results/h200/split_slices_trial_h100.json).
 GEMM_SPLIT_SHARED_MIN_BYTES = 32768
