@@ -80,9 +80,9 @@ GEMM_STAGED_RED = True
 # the workspace (plain 16-byte stores), the parts of a tile wait for each other (fs::split_parts_barrier), then
 # each sums its 1/split share of the tile from every slice and stores it. Otherwise (or 0): every part red.adds
 # into one workspace tile, and the tile's last part converts it and re-zeroes it. On since 2026-12-06 at 32 KiB:
-# per-block timelines put the weight-streaming gemm1's tail in moving the partial out (2.1 us for S1's 64 KiB),
-# the fence (1.3-1.8 us) and the last part's convert (2.1 us; results/h200/probe_splitk_tail_h100.json), and the
-# 46 fastest unfused wgmma plans with split-K of final5, built three ways and timed twice in one run (an H100, all
+# per-block timelines put the weight-streaming gemm1's tail in moving the partial out (G5, G8, S1, S7: 0.9-2.5 us),
+# the fence and ticket (1.3-2.2 us) and the last part's convert (1.3-2.2 us; results/h200/probe_splitk_tail_h100.json),
+# and the 46 fastest unfused wgmma plans with split-K of final5, built three ways and timed twice in one run (an H100, all
 # verified): the 23 plans with a GEMM at or above 32 KiB took 0.933-1.029x the red.add time (median 0.983x; the
 # weight-streaming cases' 18 plans 0.964-0.991x), slices for every split GEMM 0.908-1.051x (the 64x64 tiles'
 # 16 KiB partials mostly slower, up to 1.05x); results/h200/split_shared_trial_run{1,2}_h100.json. compute-sanitizer's
