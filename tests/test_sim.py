@@ -681,7 +681,9 @@ def test_split_k_reductions_take_the_calibrated_rates(staged: bool):
 def test_split_k_in_slices_moves_what_the_analyzer_counts():
     """Split-K summed in slices (capability.gemm_split_shared): the simulator stores every part's partial into
     its own slab (no fetch from HBM, no zeros back) and reads each part's share of the others' slabs, the bytes
-    fusesim.planner.dataflow counts; with red.add into one tile it fetches the workspace from HBM instead."""
+    fusesim.planner.dataflow counts; with red.add into one tile it fetches the workspace from HBM instead. The
+    slabs are scratch the next launch overwrites: not written back after the last kernel, where the red.add
+    form's zeros are (the next launch needs them)."""
     from fusesim.capability import generator_switches
     from fusesim.codegen.handplans import unfused_wgmma
     from fusesim.planner.dataflow import analyze
@@ -691,16 +693,17 @@ def test_split_k_in_slices_moves_what_the_analyzer_counts():
     ch = ex.chain("shr", 128, 2048, 1024, 4096, activation="gelu")
     plan = unfused_wgmma(ch, 128, 128, 6, split1=4)
     ws = 128 * 4096 * 4  # one M x L fp32 slab
-    got = {}
+    got, drained = {}, {}
     for mode in (0, 32768):
         with generator_switches({"gemm_split_shared_min_bytes": mode}):
             r, v = simulate(plan, base), analyze(plan, base)
-            got[mode] = r.bytes
+            got[mode], drained[mode] = r.bytes, r.drain_bytes
             assert split_workspaces(plan)["W:E"][0] == (128 * 4 if mode else 128)
             for level in ("l2_read", "l2_write", "hbm_read"):
                 assert r.bytes[level] == pytest.approx(getattr(v, level), rel=1e-6), (mode, level)
     assert got[0]["hbm_read"] - got[32768]["hbm_read"] == ws  # the red.adds fetched the zeroed slab
     assert got[32768]["l2_read"] - got[0]["l2_read"] == (4 - 1) * ws - ws  # shares of 3 slabs vs one sum
+    assert drained[32768] == 128 * 4096 * 2 and drained[0] == drained[32768] + ws  # E alone; E and the zeros
 
 
 def test_pdl_secondary_waits_the_calibrated_release():

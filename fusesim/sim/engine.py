@@ -44,6 +44,7 @@ from fusesim.sim.kernels import (
     l2_policy,
     layouts_for,
     raster,
+    split_shared,
     split_workspaces,
 )
 
@@ -135,8 +136,12 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
     outputs = ["C"] if last == "gemm0" else ["E"]  # a GEMM0-only plan (micro-cases) outputs C
     if last == "fused" and plan.n_split > 1:
         outputs.append(WORKSPACE)  # the workspace's zeros are dirty in L2 too
-    outputs += list(split_workspaces(plan))  # split-K GEMMs leave their workspaces zeroed, dirty
+    # split-K GEMMs leave their workspaces zeroed, dirty (the next launch needs the zeros); slices summed a share
+    # per part are scratch the next launch overwrites whole: dead, as the intermediate
+    slices = [w for w, (_r, _c, kern) in split_workspaces(plan).items() if split_shared(plan, kern)]
+    outputs += [w for w in split_workspaces(plan) if w not in slices]
     dead = list(INTERMEDIATES) if plan.strategy == "unfused" and last != "gemm0" else []
+    dead += slices
     t0 = env.now
     yield gpu.mem.flush(outputs, dead)
     if gpu.trace is not None:
