@@ -378,11 +378,19 @@ def _common(plan: Plan) -> str | None:
     return None
 
 
-def gemm_split_shared(block_m: int, block_n: int, stages: int, gated: bool, split: int, cluster_size: int) -> bool:
+# The parts of a tile summed in slices wait for each other, so the whole grid must be resident at once: one block
+# per SM (the template's launch bounds), at most this many blocks, the SMs of the H100 SXM and the H200 it was
+# measured on; a larger grid keeps the red.add, and prepare() refuses a grid a smaller GPU cannot hold (9201)
+SPLIT_SHARED_MAX_GRID = 132
+
+
+def gemm_split_shared(block_m: int, block_n: int, stages: int, gated: bool, split: int, cluster_size: int,
+                      grid_blocks: int) -> bool:
     """Whether a gemm_wgmma GEMM sums its split-K parts in slices, each part a share of the tile
-    (`GEMM_SPLIT_SHARED_MIN_BYTES`), rather than by red.add into one tile that its last part converts."""
+    (`GEMM_SPLIT_SHARED_MIN_BYTES`, a grid of at most `SPLIT_SHARED_MAX_GRID` blocks), rather than by red.add into
+    one tile that its last part converts."""
     partial_bytes = (2 if gated else 1) * block_m * block_n * 4
-    return (GEMM_SPLIT_SHARED_MIN_BYTES > 0 and split > 1 and cluster_size == 1
+    return (GEMM_SPLIT_SHARED_MIN_BYTES > 0 and split > 1 and cluster_size == 1 and grid_blocks <= SPLIT_SHARED_MAX_GRID
             and wgmma_split_rows_staged(block_m, block_n, stages, gated) and partial_bytes >= GEMM_SPLIT_SHARED_MIN_BYTES)
 
 

@@ -112,12 +112,13 @@ def test_split_k_sums_in_slices_where_the_partial_is_large():
     from fusesim.capability import gemm_split_shared, generator_switches
 
     assert capability.GEMM_SPLIT_SHARED_MIN_BYTES == 32768
-    assert gemm_split_shared(128, 64, 6, False, 4, 1) and gemm_split_shared(64, 128, 6, False, 2, 1)
-    assert gemm_split_shared(64, 64, 6, True, 2, 1)  # gate and up: 2 x 16 KiB
-    assert not gemm_split_shared(64, 64, 6, False, 8, 1)  # 16 KiB
-    assert not gemm_split_shared(128, 128, 4, False, 1, 1) and not gemm_split_shared(128, 128, 4, False, 4, 4)
+    assert gemm_split_shared(128, 64, 6, False, 4, 1, 128) and gemm_split_shared(64, 128, 6, False, 2, 1, 132)
+    assert gemm_split_shared(64, 64, 6, True, 2, 1, 64)  # gate and up: 2 x 16 KiB
+    assert not gemm_split_shared(64, 64, 6, False, 8, 1, 128)  # 16 KiB
+    assert not gemm_split_shared(128, 128, 4, False, 1, 1, 128) and not gemm_split_shared(128, 128, 4, False, 4, 4, 128)
+    assert not gemm_split_shared(128, 64, 6, False, 2, 1, 264)  # more blocks than an H100 / H200 holds at once
     with generator_switches({"gemm_split_shared_min_bytes": 0}):
-        assert not gemm_split_shared(128, 128, 4, False, 4, 1)
+        assert not gemm_split_shared(128, 128, 4, False, 4, 1, 128)
     ch = Chain("shr", "ffn", 128, 2048, 1024, 2048, "gelu", False)
     code = generate(unfused_wgmma(ch, 128, 128, 4, split1=4)).code  # gemm0 unsplit, gemm1 split 4
     head, gemms = code.split("namespace gemm0 {")

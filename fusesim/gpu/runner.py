@@ -42,6 +42,9 @@ def sync_or_hang(seconds: float = HANG_S) -> None:
         time.sleep(2e-4)
 
 
+SPLIT_GRID_NOT_RESIDENT = 9201  # gemm_wgmma.cu.j2 prepare(): a split-K GEMM in slices whose grid cannot be resident
+
+
 class Loaded:
     """A built .so: fs_prepare / fs_launch / fs_error_flag and its sizes."""
 
@@ -62,6 +65,9 @@ class Loaded:
         self.args = (ctypes.c_void_p * 8)()
 
     def _check(self, code: int, what: str) -> None:
+        if code == SPLIT_GRID_NOT_RESIDENT:
+            raise KernelError(f"{self.path.name}: {what}: the split-K parts of a tile wait for each other, and this "
+                              f"GPU cannot hold the grid's {self.lib.fs_grid_blocks()} blocks at once (error {code})")
         if code != 0:
             raise KernelError(f"{self.path.name}: {what} returned CUDA error {code}")
 

@@ -241,7 +241,8 @@ def split_k_protocol_bytes(plan: Plan) -> dict[str, float]:
             continue
         ws = float(ch.m * cols * parts * SPLIT_WORKSPACE_BYTES)
         t = kern.tiles
-        if plan.instruction == "wgmma" and gemm_split_shared(t.block_m, t.block_n, kern.stages, parts > 1, split, 1):
+        if plan.instruction == "wgmma" and gemm_split_shared(t.block_m, t.block_n, kern.stages, parts > 1, split, 1,
+                                                                  kern.grid_blocks):
             out["l2_write"] += split * ws + SPLIT_TICKET_BYTES * 2 * kern.grid_blocks
             out["l2_read"] += (split - 1) * ws
             continue

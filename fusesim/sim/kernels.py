@@ -80,7 +80,7 @@ def split_shared(plan: Plan, kern: Kernel) -> bool:
     _lhs, rhs, _out, _kred = kernel_io(kern, plan.chain)
     t = kern.tiles
     return capability.gemm_split_shared(t.block_m, t.block_n, kern.stages, len(rhs) > 1, kernel_split(kern, plan.chain),
-                                        kern.cluster_size)
+                                        kern.cluster_size, kern.grid_blocks)
 
 
 def split_workspaces(plan: Plan) -> dict[str, tuple[int, int, Kernel]]:
