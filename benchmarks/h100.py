@@ -74,7 +74,7 @@ STREAM_LABEL = "each strategy's fastest final-run plan, all 26 cases (the stream
 MCAST_LABEL = "unfused gemm_wgmma plans, the multicast trial's control"
 WEIGHT_STREAMING = ("G5", "G8", "S1", "S2", "S3", "S4", "S5", "S6", "S7")
 # the generator of 2026-12-05 19:25-19:45 UTC, when the trials ran (today's switches before the TMA im2col)
-TRIAL_SWITCHES = {**codegen_switches(), "wgmma_im2col_tma": False}
+TRIAL_SWITCHES = {**codegen_switches(), "wgmma_im2col_tma": False, "gemm_split_shared_min_bytes": 0}
 
 
 def without_mechanisms(hw: Hardware) -> Hardware:
@@ -249,6 +249,8 @@ def main() -> int:
     lines += one_run_section()
     lines += repeat_section(sets)
     lines += traffic_section(configs)
+    if (ROOT / H100_CALIBRATED).exists():
+        lines += split_shared_section(load_hardware(ROOT / H100_CALIBRATED))
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")
     return 0
@@ -349,6 +351,53 @@ def traffic_section(configs: dict[str, Hardware]) -> list[str]:
                 lines.append(f"| {cfg} | {counter} | {'fused' if fused else 'unfused'} | {len(errs)} | "
                              f"{sum(abs(e) < 0.05 for e in errs)} | {100 * statistics.median(errs):+.1f}% | "
                              f"{100 * statistics.mean(abs(e) for e in errs):.1f}% |")
+    return lines + [""]
+
+
+SPLIT_SHARED_TRIAL = "results/h200/split_shared_trial_run{}_h100.json"
+
+
+def split_shared_section(hw: Hardware) -> list[str]:
+    """The split-K slices trial (scripts/split_shared_trial.py, two runs of one device call): per plan the rule's
+    variant (slices where the fp32 partial has 32 KiB or more) over the red.add form, measured (the mean of the two
+    runs' ratios) and simulated on `hw`, for the plans the rule changes."""
+    runs = [json.loads((ROOT / SPLIT_SHARED_TRIAL.format(i)).read_text()) for i in (1, 2)
+            if (ROOT / SPLIT_SHARED_TRIAL.format(i)).exists()]
+    if len(runs) < 2:
+        return []
+    from fusesim.sim.kernels import split_shared
+
+    names = list(runs[0]["variants"].items())  # (name, GEMM_SPLIT_SHARED_MIN_BYTES)
+    (base, _), (rule, rule_bytes) = names[0], names[1]
+    rows = []
+    for a, b in zip(runs[0]["rows"], runs[1]["rows"], strict=True):
+        plan = Plan.from_dict(a["plan"])
+        if not all(v["ok"] for r in (a, b) for v in r["verify"].values()):
+            continue
+        sim = {}
+        for name, value in ((base, 0), (rule, rule_bytes)):
+            with generator_switches({**codegen_switches(), "gemm_split_shared_min_bytes": value}):
+                sim[name] = simulate(plan, hw).time_ns
+        if any(split_shared(plan, k) for k in plan.kernels):  # the current rule (the trial's 32 KiB)
+            measured = statistics.mean(r["us"][rule] / r["us"][base] for r in (a, b))
+            ch = plan.chain
+            what = ", ".join(f"{k.op} {k.tiles.block_m}x{k.tiles.block_n} split {k.grid_blocks // tiles}"
+                             f"{' (slices)' if split_shared(plan, k) else ''}"
+                             for k, cols in zip(plan.kernels, (ch.n, ch.l), strict=True)
+                             if (tiles := -(-ch.m // k.tiles.block_m) * (cols // k.tiles.block_n)))
+            rows.append((a["case"], what, measured, sim[rule] / sim[base]))
+    if not rows:
+        return []
+    ms, ps = [r[2] for r in rows], [r[3] for r in rows]
+    corr = statistics.correlation(ms, ps) if len(rows) > 2 else float("nan")
+    lines = ["", "## Split-K in slices: measured and simulated", "",
+             f"`{SPLIT_SHARED_TRIAL.format('{1,2}')}` (scripts/split_shared_trial.py, one device call, two runs, every "
+             f"build verified): each plan's \"{rule}\" variant over its \"{base}\" form, the mean of the two runs, against "
+             f"the same ratio simulated on `{H100_CALIBRATED}`; the {len(rows)} plans the rule changes. Measured "
+             f"{min(ms):.3f}-{max(ms):.3f}x (median {statistics.median(ms):.3f}x), simulated {min(ps):.3f}-{max(ps):.3f}x "
+             f"(median {statistics.median(ps):.3f}x), Pearson {corr:.2f}.", "",
+             "| case | GEMMs | measured | simulated |", "| --- | --- | --- | --- |"]
+    lines += [f"| {c} | {what} | {m:.3f} | {q:.3f} |" for c, what, m, q in sorted(rows, key=lambda r: _order(r[0]))]
     return lines + [""]
 
 
