@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from kernels_report import H100_ONE_RUN, WORKLOADS, h100_stream_speedups, rows_of, run_stats  # noqa: E402
 
 from fusesim.calibrate.carry import MECHANISMS  # noqa: E402
-from fusesim.capability import FRAGMENT_EPILOGUE, codegen_switches, generator_switches  # noqa: E402
+from fusesim.capability import FRAGMENT_EPILOGUE, SWITCHES, codegen_switches, generator_switches  # noqa: E402
 from fusesim.hardware import Hardware, load_hardware  # noqa: E402
 from fusesim.plan import Plan  # noqa: E402
 from fusesim.report.measured import load_measured  # noqa: E402
@@ -73,8 +73,12 @@ BENCH_LABEL = {pattern: label for label, pattern in BENCH_SETS.items()}
 STREAM_LABEL = "each strategy's fastest final-run plan, all 26 cases (the stream trial's default stream)"
 MCAST_LABEL = "unfused gemm_wgmma plans, the multicast trial's control"
 WEIGHT_STREAMING = ("G5", "G8", "S1", "S2", "S3", "S4", "S5", "S6", "S7")
-# the generator of 2026-12-05 19:25-19:45 UTC, when the trials ran (today's switches before the TMA im2col)
-TRIAL_SWITCHES = {**codegen_switches(), "wgmma_im2col_tma": False, "gemm_split_shared_min_bytes": 0}
+# the generator of 2026-12-05 19:25-19:45 UTC, when the trials ran: today's switches, but those that came after
+# at their values from before (the TMA im2col; fused_wgmma's early producer wait, unrolled GEMM1 and relaxed
+# arrives, all 2026-12-06; the split-K slices)
+LATER_SWITCHES = ("wgmma_im2col_tma", "fused_producer_early_wait", "fused_gemm1_unroll", "fused_relaxed_arrive",
+                  "gemm_split_shared_min_bytes")
+TRIAL_SWITCHES = {**codegen_switches(), **{s.key: s.before for s in SWITCHES if s.key in LATER_SWITCHES}}
 
 
 def without_mechanisms(hw: Hardware) -> Hardware:
