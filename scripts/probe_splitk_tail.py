@@ -12,7 +12,8 @@ launched after an L2 flush (as fusesim bench times it) seven times, with bench's
     FUSESIM_CACHE=DIR python3 scripts/probe_splitk_tail.py --build [CASE...]   (here: nvcc them into the cache)
     python3 scripts/probe_splitk_tail.py OUT.json [CASE...]                    (on the GPU machine)
 
-`--shared` anywhere: every split GEMM sums its parts in slices (`capability.gemm_split_shared` with
+Without options every split GEMM red.adds into one tile (`GEMM_SPLIT_SHARED_MIN_BYTES` = 0, whatever the
+generator's default); `--shared` anywhere: every split GEMM sums its parts in slices (`capability.gemm_split_shared` with
 GEMM_SPLIT_SHARED_MIN_BYTES = 1: each part stores its partial into its own workspace slice, the parts wait for
 each other, then each sums a share of the tile) instead of by red.add into one tile.
 """
@@ -111,10 +112,11 @@ def summary(blocks: list[dict]) -> dict:
 
 def main() -> int:
     argv = sys.argv[1:]
-    suffix = "_splitk_tail"
-    if "--shared" in argv:  # every split GEMM sums in slices, a share per part
-        from fusesim import capability
+    from fusesim import capability
 
+    suffix = "_splitk_tail"
+    capability.GEMM_SPLIT_SHARED_MIN_BYTES = 0  # by default every split GEMM red.adds into one tile (the committed probe)
+    if "--shared" in argv:  # every split GEMM sums in slices, a share per part
         argv.remove("--shared")
         capability.GEMM_SPLIT_SHARED_MIN_BYTES = 1
         suffix += "_shared"
