@@ -138,8 +138,9 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
         outputs.append(WORKSPACE)  # the workspace's zeros are dirty in L2 too
     # split-K GEMMs leave their workspaces zeroed, dirty (the next launch needs the zeros); slices summed a share
     # per part are scratch the next launch overwrites whole: dead, as the intermediate
-    slices = [w for w, (_r, _c, kern) in split_workspaces(plan).items() if split_shared(plan, kern)]
-    outputs += [w for w in split_workspaces(plan) if w not in slices]
+    workspaces = split_workspaces(plan)
+    slices = [w for w, (_r, _c, kern) in workspaces.items() if split_shared(plan, kern)]
+    outputs += [w for w in workspaces if w not in slices]
     dead = list(INTERMEDIATES) if plan.strategy == "unfused" and last != "gemm0" else []
     dead += slices
     t0 = env.now

@@ -421,7 +421,7 @@ class GemmCohort(Cohort):
         width = len(self.rhs)
         part_bytes = self.bm * self.bn * WORKSPACE_BYTES * width
         yield from self.smem_rmw("split-K partial (stage)", 2 * part_bytes)
-        parts = [(m, n, s) for m, n, s in self.coords]
+        parts = list(self.coords)  # (m, n, split part) per block
         gran = self._slice_granules(parts, width)
         ev = self.mem.store(gran, part_bytes * len(parts), self.sms, self.port)
         yield from self.timed(ev, "split-K partial (slice)", "store")
