@@ -69,6 +69,10 @@ BENCH_SETS["all 26 cases in one run, final5's plans and 119 more (split-K throug
 # the same 532 plans and generator again, four hours later (the same command; the H100 the tool lent then)
 FINAL6R = "results/h200/final6r_paper_*_h100.json"
 BENCH_SETS["the same 532 plans again, a second run"] = FINAL6R
+# the same 532 plans with the generator of 2026-12-06 20:10 UTC: split-K in slices (BENCH_TIMEOUT=240 STEPS="bench ncu"
+# PREFIX=final7_paper_ PLANS_PREFIX=plans_final6_ scripts/device_final2.sh, on an H100 where any GPU was asked for)
+FINAL7 = "results/h200/final7_paper_*_h100.json"
+BENCH_SETS["the same 532 plans, split-K in slices (the generator of 2026-12-06 20:10 UTC)"] = FINAL7
 BENCH_LABEL = {pattern: label for label, pattern in BENCH_SETS.items()}
 STREAM_LABEL = "each strategy's fastest final-run plan, all 26 cases (the stream trial's default stream)"
 MCAST_LABEL = "unfused gemm_wgmma plans, the multicast trial's control"
@@ -252,6 +256,8 @@ def main() -> int:
               "The plans were the H200's; none was chosen for the H100.", ""]
     lines += one_run_section()
     lines += repeat_section(sets)
+    if (ROOT / H100_CALIBRATED).exists():
+        lines += slices_run_section(sets, load_hardware(ROOT / H100_CALIBRATED))
     lines += traffic_section(configs)
     if (ROOT / H100_CALIBRATED).exists():
         lines += split_shared_section(load_hardware(ROOT / H100_CALIBRATED))
@@ -402,6 +408,65 @@ def split_shared_section(hw: Hardware) -> list[str]:
              f"(median {statistics.median(ps):.3f}x), Pearson {corr:.2f}.", "",
              "| case | GEMMs | measured | simulated |", "| --- | --- | --- | --- |"]
     lines += [f"| {c} | {what} | {m:.3f} | {q:.3f} |" for c, what, m, q in sorted(rows, key=lambda r: _order(r[0]))]
+    return lines + [""]
+
+
+def slices_run_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]]], hw: Hardware) -> list[str]:
+    """final7 against final6 and final6r: the same plans, the generator with split-K in slices against the one
+    without. Per plan final7's time over the geometric mean of the two earlier runs', apart for the plans the rule
+    changes (under final7's recorded switches) and the rest, whose kernels are the same: per case the ratio of the
+    two medians is the slices' effect net of the drift between runs. Simulated: the same plans with the rule and
+    without, on `hw`."""
+    a, b, n = (_verified_times(sets[BENCH_LABEL[p]]) for p in (FINAL6, FINAL6R, FINAL7))
+    if not n:
+        return []
+    from fusesim.sim.kernels import split_shared
+
+    switches = next(sw for _c, _p, _us, sw in sets[BENCH_LABEL[FINAL7]])
+    common = sorted(set(a) & set(b) & set(n), key=lambda k: _order(k[0]))
+    drift = {k: n[k] / (a[k] * b[k]) ** 0.5 for k in common}
+    with generator_switches(switches):
+        changed = {k for k in common if any(split_shared(p, kern) for p in [Plan.from_dict(json.loads(k[1]))]
+                                            for kern in p.kernels)}
+    cases = sorted({c for c, _p in changed}, key=_order)
+    table = []
+    for c in cases:
+        ch = [drift[k] for k in common if k[0] == c and k in changed]
+        un = [drift[k] for k in common if k[0] == c and k not in changed]
+        sim = []
+        for k in common:
+            if k[0] == c and k in changed:
+                plan = Plan.from_dict(json.loads(k[1]))
+                t = []
+                for value in (0, switches["gemm_split_shared_min_bytes"]):
+                    with generator_switches({**switches, "gemm_split_shared_min_bytes": value}):
+                        t.append(simulate(plan, hw).time_ns)
+                sim.append(t[1] / t[0])
+        table.append((c, len(ch), statistics.median(ch), len(un), statistics.median(un), statistics.median(sim)))
+    net = [m / u for _c, _n, m, _k, u, _s in table]
+    ch_all = [drift[k] for k in changed]
+    un_all = [drift[k] for k in common if k not in changed]
+    env = _env(FINAL7)
+    speed = []
+    for pattern in (FINAL6, FINAL6R, FINAL7):
+        rs, _env_ = rows_of(sorted(Path(f) for f in glob.glob(str(ROOT / pattern))), ROOT / H100)
+        st = run_stats(rs)
+        speed.append(f"{st['eager_x']:.3f}x / {st['graphs_x']:.3f}x")
+    lines = ["", "## Split-K in slices in a whole run: final7 against final6 twice", "",
+             f"`{FINAL7}` ({env.get('date_utc', '?')[:16].replace('T', ' ')} UTC, {env.get('gpu')}): final6's plans "
+             "with the generator that sums large split-K partials in slices (`capability.gemm_split_shared`, "
+             f"`gemm_split_shared_min_bytes` = {switches['gemm_split_shared_min_bytes']}), the same command. "
+             f"{len(common)} plans verified in all three runs; the rule changes {len(changed)} of them. Per plan, "
+             "final7's time over the geometric mean of final6's and final6r's: the changed plans median "
+             f"{statistics.median(ch_all):.3f} ({min(ch_all):.3f}-{max(ch_all):.3f}), the others (the same kernels) "
+             f"median {statistics.median(un_all):.3f} ({min(un_all):.3f}-{max(un_all):.3f}). Per case, the changed "
+             f"plans' median over the unchanged ones' (the drift between runs taken out): {min(net):.3f}-"
+             f"{max(net):.3f}, median {statistics.median(net):.3f}. Geomean speedup over PyTorch eager / CUDA graphs "
+             f"(queued), final6, final6r, final7: {'; '.join(speed)}. Simulated: each changed plan with the rule "
+             f"over without, on `{H100_CALIBRATED}`, the case's median.", "",
+             "| case | changed plans | their ratio (median) | unchanged plans | their ratio (median) | net | simulated |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines += [f"| {c} | {nc} | {m:.3f} | {nu} | {u:.3f} | {m / u:.3f} | {q:.3f} |" for c, nc, m, nu, u, q in table]
     return lines + [""]
 
 
