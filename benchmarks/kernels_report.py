@@ -393,7 +393,7 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = FIRST_RU
         "- Deeper gemm_wgmma rings (on an H100, after final7; results/h200/deep_ring_trial_run*_h100.json): the two",
         "  fastest unfused wgmma plans per case whose GEMMs have more k tiles per part than ring stages (31), as run,",
         "  8 deep and as deep as the k tiles (up to 16), all 93 builds verified: not faster in general (weight-streaming",
-        "  0.995-1.026x; G4, C3-C8 up to 1.12x; split-K through a DSM cluster 1.09-1.37x, fewer clusters fit); S8's",
+        "  0.995-1.025x; G4, C3-C8 1.00-1.12x; gemm1 split through DSM clusters of 4 1.04-1.37x, fewer fit); S8's",
         "  fastest unfused plan 0.933x at 8 stages (18.4 us, below S8's best fused plan of final7, 19.65) and G6's",
         "  0.979x. Their variants are frozen for the next whole run (results/h200/plans_final8_*.json, untimed).",
         "- Weight-streaming cases, unfused gemm_wgmma tile width / split-K / ring depth per GEMM and rings small",

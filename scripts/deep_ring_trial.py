@@ -1,4 +1,4 @@
-"""Do unfused gemm_wgmma GEMMs of the small cases end sooner with a ring deep enough to hold every k tile of a part?
+"""Do unfused gemm_wgmma GEMMs end sooner with a ring deep enough to hold every k tile of a part?
 A 6-stage ring issues a part's k tiles 7.. only as the first ones are consumed, so a GEMM with 12 or 16 k tiles
 per part (G4, G6) waits two or three DRAM round trips on a cold L2 where one could do; the weight-streaming
 GEMMs are bandwidth-bound and keep 96-192 KB in flight already. One device call: per paper case the PER_CASE
