@@ -52,11 +52,19 @@ PLANS_NOTE["final6_paper_"] = (PLANS_NOTE["final3_paper_"] + "; and, new in this
                                "variants of final5's fastest unfused wgmma plan of each case (results/h200/"
                                "plans_dsm_split_final5.json, plans_dsm_split_small_final5.json) and the two S8 plans "
                                "of the small-case sweep that beat their control (plans_sweep_small_faster.json)")
+PLANS_NOTE["final7_paper_"] = PLANS_NOTE["final6_paper_"]  # final6's plans, split-K in slices in the generator
+PLANS_NOTE["final8_paper_"] = (PLANS_NOTE["final3_paper_"] + "; final6's additions (split-K through DSM variants of "
+                               "final5's fastest unfused wgmma plans, results/h200/plans_dsm_split_final5.json and "
+                               "plans_dsm_split_small_final5.json, and two S8 sweep plans, plans_sweep_small_faster.json); "
+                               "and, new in this run (results/h200/plans_final8_*.json), the small cases' 8-stage ring "
+                               "variants of final7's fastest unfused wgmma plans that deepen no DSM-cluster GEMM "
+                               "(results/h200/plans_deep_ring_final7.json, scripts/deep_ring_trial.py --freeze)")
 FIRST_RUN = "final_paper_"  # the first final run, 2026-12-04 (scripts/device_final.sh)
 # the whole runs of all 26 cases with the generator as committed at their time (scripts/device_final2.sh), newest
 # first: final3 2026-12-06 06:08 UTC, final4 08:37 UTC (GEMM1's k-tile loop unrolled in fused_wgmma), final5 10:03 UTC
-# (fused_wgmma's cluster barrier arrives relaxed), final6 (final5's generator, its plans and 119 more)
-LATER_RUNS = ("final6_paper_", "final5_paper_", "final4_paper_", "final3_paper_")
+# (fused_wgmma's cluster barrier arrives relaxed), final6 (final5's generator, its plans and 119 more), final7
+# (final6's plans, split-K in slices; an H100 only so far), final8 (final7's generator, final6's plans and 23 more)
+LATER_RUNS = ("final8_paper_", "final7_paper_", "final6_paper_", "final5_paper_", "final4_paper_", "final3_paper_")
 # how each run was taken as a whole (the JSON records one bench command per workload)
 WHOLE_RUN = {
     FIRST_RUN: "`scripts/device_final.sh $OUT` with STEPS=\"bench ncu\"",
@@ -65,6 +73,9 @@ WHOLE_RUN = {
 }
 WHOLE_RUN["final6_paper_"] = ("`BENCH_TIMEOUT=300 STEPS=bench PREFIX=final6_paper_ PLANS_PREFIX=plans_final6_ "
                               "scripts/device_final2.sh $OUT`, then the same with STEPS=ncu")
+WHOLE_RUN.update({run: (f"`BENCH_TIMEOUT=250 NCU_TIMEOUT=130 STEPS=\"bench ncu\" PREFIX={run} PLANS_PREFIX={plans} "
+                        "scripts/device_final2.sh $OUT`")
+                  for run, plans in (("final7_paper_", "plans_final6_"), ("final8_paper_", "plans_final8_"))})
 
 
 # cases timed again after the final run, with kernels it did not have (the wgmma implicit im2col)
@@ -224,17 +235,20 @@ def h100_one_run_bullet(first: bool = True, prefix: str = "final3_paper_") -> li
 
 def previous_whole_run_bullet(prefix: str) -> list[str]:
     """One line on the whole run before `prefix` among LATER_RUNS (the same plans, an earlier generator)."""
-    if prefix not in LATER_RUNS or LATER_RUNS.index(prefix) + 1 >= len(LATER_RUNS):
+    if prefix not in LATER_RUNS:
         return []
-    prev = LATER_RUNS[LATER_RUNS.index(prefix) + 1]
+    earlier = [run for run in LATER_RUNS[LATER_RUNS.index(prefix) + 1:]  # the newest one run on an H200
+               if all((ROOT / "results" / "h200" / f"{run}{wl}.json").exists() for wl in WORKLOADS)]
+    if not earlier:
+        return []
+    prev = earlier[0]
     files = [ROOT / "results" / "h200" / f"{prev}{wl}.json" for wl in WORKLOADS]
-    if not all(f.exists() for f in files):
-        return []
     rs, env = rows_of(files, ROOT / "hw_configs" / "h200.yaml")
     st = run_stats(rs)
     odd = eager_outlier_rows([r for r in rs if r.get("ours")])
     what = ("this run's plans but its additions, the same generator" if prefix == "final6_paper_" else
-            "the same plans with the generator of its time")
+            "the same plans with the generator of its time" if PLANS_NOTE[prev] == PLANS_NOTE[prefix] else
+            "this run's plans but its additions, the generator of its time")
     return [f"- The whole run before this one, {what} (results/h200/{prev}*.json, "
             f"{env.get('gpu')}, {env.get('date_utc', '?')[:16]} UTC; `--prefix {prev}` renders it): "
             f"{st['eager_x']:.2f}x over eager, {st['graphs_x']:.2f}x over graphs (geomean), {st['big_near']} of "
