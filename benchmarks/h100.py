@@ -261,6 +261,7 @@ def main() -> int:
     lines += traffic_section(configs)
     if (ROOT / H100_CALIBRATED).exists():
         lines += split_shared_section(load_hardware(ROOT / H100_CALIBRATED))
+        lines += deep_ring_section(load_hardware(ROOT / H100_CALIBRATED))
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")
     return 0
@@ -408,6 +409,64 @@ def split_shared_section(hw: Hardware) -> list[str]:
              f"(median {statistics.median(ps):.3f}x), Pearson {corr:.2f}.", "",
              "| case | GEMMs | measured | simulated |", "| --- | --- | --- | --- |"]
     lines += [f"| {c} | {what} | {m:.3f} | {q:.3f} |" for c, what, m, q in sorted(rows, key=lambda r: _order(r[0]))]
+    return lines + [""]
+
+
+DEEP_RING_TRIAL = "results/h200/deep_ring_trial_run{}_h100.json"
+
+
+def deep_ring_section(hw: Hardware) -> list[str]:
+    """The deeper-ring trial (scripts/deep_ring_trial.py, two runs of one device call): per plan each deeper
+    variant over the plan as run, measured (the mean of the two runs' ratios) and simulated on `hw`."""
+    runs = [json.loads((ROOT / DEEP_RING_TRIAL.format(i)).read_text()) for i in (1, 2)
+            if (ROOT / DEEP_RING_TRIAL.format(i)).exists()]
+    if len(runs) < 2:
+        return []
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from deep_ring_trial import deepened
+
+    import fusesim.capability as capability
+
+    names = list(runs[0]["variants"].items())  # (name, stages cap; 0: as run)
+    base = names[0][0]
+    rows = []
+    saved = capability.MAX_STAGES
+    capability.MAX_STAGES = max(cap for _n, cap in names)  # as the trial built them
+    try:
+        for a, b in zip(runs[0]["rows"], runs[1]["rows"], strict=True):
+            if not all(v["ok"] for r in (a, b) for v in r["verify"].values()):
+                continue
+            plan = Plan.from_dict(a["plan"])
+            with generator_switches(codegen_switches()):
+                t0 = simulate(plan, hw).time_ns
+                cells = []
+                for name, cap in names[1:]:
+                    variant = deepened(plan, cap)
+                    measured = statistics.mean(r["us"][name] / r["us"][base] for r in (a, b))
+                    cells.append((tuple(k.stages for k in variant.kernels), measured,
+                                  simulate(variant, hw).time_ns / t0))
+            what = ", ".join(f"{k.op} {k.tiles.block_m}x{k.tiles.block_n} split {k.grid_blocks // tiles}"
+                             f"{f' cluster {k.cluster_size}' if k.cluster_size > 1 else ''} stages {k.stages}"
+                             for k, cols in zip(plan.kernels, (plan.chain.n, plan.chain.l), strict=True)
+                             if (tiles := -(-plan.chain.m // k.tiles.block_m) * (cols // k.tiles.block_n)))
+            rows.append((a["case"], what, a["us"][base], cells))
+    finally:
+        capability.MAX_STAGES = saved
+    if not rows:
+        return []
+    ms = [c[1] for _c, _w, _us, cells in rows for c in cells]
+    ps = [c[2] for _c, _w, _us, cells in rows for c in cells]
+    lines = ["", "## Deeper rings: measured and simulated", "",
+             f"`{DEEP_RING_TRIAL.format('{1,2}')}` (scripts/deep_ring_trial.py, one device call, two runs, every build "
+             f"verified): per plan each variant over the plan as run, the mean of the two runs, against the same ratio "
+             f"simulated on `{H100_CALIBRATED}`; {len(rows)} plans. Measured {min(ms):.3f}-{max(ms):.3f}x (median "
+             f"{statistics.median(ms):.3f}x), simulated {min(ps):.3f}-{max(ps):.3f}x (median {statistics.median(ps):.3f}x), "
+             f"Pearson {statistics.correlation(ms, ps):.2f}. Stages per GEMM in brackets.", "",
+             "| case | GEMMs as run | us as run (first run) | " + " | ".join(f"{n}: measured | simulated" for n, _c in names[1:]) + " |",
+             "| --- | --- | ---: | " + " | ".join("---: | ---:" for _n in names[1:]) + " |"]
+    lines += [f"| {c} | {what} | {us:.2f} | " + " | ".join(f"{m:.3f} ({'/'.join(map(str, st))}) | {q:.3f}"
+                                                          for st, m, q in cells) + " |"
+              for c, what, us, cells in sorted(rows, key=lambda r: _order(r[0]))]
     return lines + [""]
 
 
