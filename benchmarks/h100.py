@@ -30,7 +30,13 @@ sys.path.insert(0, str(ROOT))
 from kernels_report import H100_ONE_RUN, WORKLOADS, h100_stream_speedups, rows_of, run_stats  # noqa: E402
 
 from fusesim.calibrate.carry import MECHANISMS  # noqa: E402
-from fusesim.capability import FRAGMENT_EPILOGUE, SWITCHES, codegen_switches, generator_switches  # noqa: E402
+from fusesim.capability import (  # noqa: E402
+    FRAGMENT_EPILOGUE,
+    SWITCHES,
+    codegen_switches,
+    generator_switches,
+    kernel_split_shared,
+)
 from fusesim.hardware import Hardware, load_hardware  # noqa: E402
 from fusesim.plan import Plan  # noqa: E402
 from fusesim.report.measured import load_measured  # noqa: E402
@@ -376,8 +382,6 @@ def split_shared_section(hw: Hardware) -> list[str]:
             if (ROOT / SPLIT_SHARED_TRIAL.format(i)).exists()]
     if len(runs) < 2:
         return []
-    from fusesim.sim.kernels import split_shared
-
     names = list(runs[0]["variants"].items())  # (name, GEMM_SPLIT_SHARED_MIN_BYTES)
     (base, _), (rule, rule_bytes) = names[0], names[1]
     rows = []
@@ -389,11 +393,11 @@ def split_shared_section(hw: Hardware) -> list[str]:
         for name, value in ((base, 0), (rule, rule_bytes)):
             with generator_switches({**codegen_switches(), "gemm_split_shared_min_bytes": value}):
                 sim[name] = simulate(plan, hw).time_ns
-        if any(split_shared(plan, k) for k in plan.kernels):  # the current rule (the trial's 32 KiB)
+        if any(kernel_split_shared(plan, k) for k in plan.kernels):  # the current rule (the trial's 32 KiB)
             measured = statistics.mean(r["us"][rule] / r["us"][base] for r in (a, b))
             ch = plan.chain
             what = ", ".join(f"{k.op} {k.tiles.block_m}x{k.tiles.block_n} split {k.grid_blocks // tiles}"
-                             f"{' (slices)' if split_shared(plan, k) else ''}"
+                             f"{' (slices)' if kernel_split_shared(plan, k) else ''}"
                              for k, cols in zip(plan.kernels, (ch.n, ch.l), strict=True)
                              if (tiles := -(-ch.m // k.tiles.block_m) * (cols // k.tiles.block_n)))
             rows.append((a["case"], what, measured, sim[rule] / sim[base]))
@@ -479,13 +483,11 @@ def slices_run_section(sets: dict[str, list[tuple[str, dict[str, Any], float, di
     a, b, n = (_verified_times(sets[BENCH_LABEL[p]]) for p in (FINAL6, FINAL6R, FINAL7))
     if not n:
         return []
-    from fusesim.sim.kernels import split_shared
-
     switches = next(sw for _c, _p, _us, sw in sets[BENCH_LABEL[FINAL7]])
     common = sorted(set(a) & set(b) & set(n), key=lambda k: _order(k[0]))
     drift = {k: n[k] / (a[k] * b[k]) ** 0.5 for k in common}
     with generator_switches(switches):
-        changed = {k for k in common if any(split_shared(p, kern) for p in [Plan.from_dict(json.loads(k[1]))]
+        changed = {k for k in common if any(kernel_split_shared(p, kern) for p in [Plan.from_dict(json.loads(k[1]))]
                                             for kern in p.kernels)}
     cases = sorted({c for c, _p in changed}, key=_order)
     table = []

@@ -394,6 +394,19 @@ def gemm_split_shared(block_m: int, block_n: int, stages: int, gated: bool, spli
             and wgmma_split_rows_staged(block_m, block_n, stages, gated) and partial_bytes >= GEMM_SPLIT_SHARED_MIN_BYTES)
 
 
+def kernel_split_shared(plan: Plan, kern: Kernel) -> bool:
+    """`gemm_split_shared` for one kernel of a plan, its tiles, split and gating read from the plan: the one rule
+    the generator, the simulator and the analyzer apply (False for anything but an unfused wgmma plan's GEMMs)."""
+    if plan.strategy != "unfused" or plan.instruction != "wgmma" or len(plan.kernels) != 2:
+        return False
+    for k, cols, _depth, gated in _gemm_kernels(plan):
+        if k == kern:
+            t = k.tiles
+            return gemm_split_shared(t.block_m, t.block_n, k.stages, gated, kernel_split(k, plan.chain.m, cols),
+                                     k.cluster_size, k.grid_blocks)
+    return False
+
+
 def kernel_split(kern: Kernel, rows: int, cols: int) -> int:
     """Split-K factor of an unfused GEMM kernel: grid_blocks / output tiles (0 if not a whole multiple)."""
     t = kern.tiles

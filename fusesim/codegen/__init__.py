@@ -172,9 +172,7 @@ def render_gemm_wgmma(plan: Plan, name: str, prefetch_max_bytes: int | None = No
             "cluster": kern.cluster_size, "staged_store": capability.GEMM_STAGED_STORE,
             "staged_red": wgmma_split_rows_staged(t.block_m, t.block_n, kern.stages, gated)
             and kernel_split(kern, rows, cols) > 1,
-            "split_shared": capability.gemm_split_shared(t.block_m, t.block_n, kern.stages, gated,
-                                                         kernel_split(kern, rows, cols), kern.cluster_size,
-                                                         kern.grid_blocks),
+            "split_shared": capability.kernel_split_shared(plan, kern),
             "prefetch_bytes": min(d_bytes, cap) // 16 * 16 if idx == 0 else 0,
             "convert_batch": capability.CONVERT_BATCH if kernel_split(kern, rows, cols) > 1 else 1,
             "im2col": idx == 0 and capability.wgmma_im2col(ch),

@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from fusesim.capability import gemm_split_shared
+from fusesim.capability import kernel_split_shared
 from fusesim.hardware import Hardware
 from fusesim.plan import Placement, Plan
 from fusesim.planner.dsm_comm import (
@@ -240,9 +240,7 @@ def split_k_protocol_bytes(plan: Plan) -> dict[str, float]:
             out["dsm"] += kern.grid_blocks * dsm_split_wire_bytes_per_block(t.block_m, t.block_n, split, parts)
             continue
         ws = float(ch.m * cols * parts * SPLIT_WORKSPACE_BYTES)
-        t = kern.tiles
-        if plan.instruction == "wgmma" and gemm_split_shared(t.block_m, t.block_n, kern.stages, parts > 1, split, 1,
-                                                                  kern.grid_blocks):
+        if kernel_split_shared(plan, kern):
             out["l2_write"] += split * ws + SPLIT_TICKET_BYTES * 2 * kern.grid_blocks
             out["l2_read"] += (split - 1) * ws
             continue

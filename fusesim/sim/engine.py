@@ -28,7 +28,7 @@ from typing import Any
 import simpy
 from simpy.core import EmptySchedule
 
-from fusesim.capability import pdl_secondary, wgmma_gemm_regs_per_thread
+from fusesim.capability import kernel_split_shared, pdl_secondary, wgmma_gemm_regs_per_thread
 from fusesim.hardware import Hardware
 from fusesim.plan import Kernel, Plan
 from fusesim.sim.gpu import GPU, dispatch
@@ -44,7 +44,6 @@ from fusesim.sim.kernels import (
     l2_policy,
     layouts_for,
     raster,
-    split_shared,
     split_workspaces,
 )
 
@@ -139,7 +138,7 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
     # split-K GEMMs leave their workspaces zeroed, dirty (the next launch needs the zeros); slices summed a share
     # per part are scratch the next launch overwrites whole: dead, as the intermediate
     workspaces = split_workspaces(plan)
-    slices = [w for w, (_r, _c, kern) in workspaces.items() if split_shared(plan, kern)]
+    slices = [w for w, (_r, _c, kern) in workspaces.items() if kernel_split_shared(plan, kern)]
     outputs += [w for w in workspaces if w not in slices]
     dead = list(INTERMEDIATES) if plan.strategy == "unfused" and last != "gemm0" else []
     dead += slices

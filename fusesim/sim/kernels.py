@@ -72,17 +72,6 @@ def kernel_split(kernel: Kernel, chain) -> int:
     return max(kernel.grid_blocks // max(tiles, 1), 1)
 
 
-def split_shared(plan: Plan, kern: Kernel) -> bool:
-    """Whether gemm_wgmma.cu.j2 sums this kernel's split-K parts in slices, a share per part
-    (capability.gemm_split_shared), rather than by red.add into one workspace tile."""
-    if plan.instruction != "wgmma" or kern.op.startswith("eltwise:"):
-        return False
-    _lhs, rhs, _out, _kred = kernel_io(kern, plan.chain)
-    t = kern.tiles
-    return capability.gemm_split_shared(t.block_m, t.block_n, kern.stages, len(rhs) > 1, kernel_split(kern, plan.chain),
-                                        kern.cluster_size, kern.grid_blocks)
-
-
 def split_workspaces(plan: Plan) -> dict[str, tuple[int, int, Kernel]]:
     """fp32 workspaces of the split-K GEMM kernels of an unfused plan (gemm_wgmma.cu.j2: one
     M x cols slab per accumulated operand, gate and up for a gated GEMM0; one such slab per split part,
@@ -96,7 +85,7 @@ def split_workspaces(plan: Plan) -> dict[str, tuple[int, int, Kernel]]:
             continue  # no split, or split-K through DSM (no workspace)
         _lhs, rhs, name, _kred = kernel_io(kern, ch)
         cols = ch.l if name == "E" else ch.n
-        slices = kernel_split(kern, ch) if split_shared(plan, kern) else 1
+        slices = kernel_split(kern, ch) if capability.kernel_split_shared(plan, kern) else 1
         out[SPLIT_WORKSPACE + name] = (ch.m * slices, cols * len(rhs), kern)
     return out
 
@@ -305,7 +294,7 @@ class GemmCohort(Cohort):
         self.staged_rows = (plan.instruction == "wgmma" and self.ws is not None and not self.dsm_split
                             and capability.wgmma_split_rows_staged(self.bm, self.bn, kernel.stages, len(self.rhs) > 1))
         # ... and sums the parts in slices, a share per part, where the partial is large (capability's rule)
-        self.split_shared = self.ws is not None and split_shared(plan, kernel)
+        self.split_shared = self.ws is not None and capability.kernel_split_shared(plan, kernel)
 
     def _active(self, step: int, s: int) -> bool:
         lo, hi = self.parts[s]
