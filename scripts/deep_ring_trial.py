@@ -10,7 +10,9 @@ flushed, median of 50, twice). Writes JSON to OUT.
 
 With the argument `per-gemm`: the small cases only (floor under 10 us on the H200's file), the PER_GEMM_CASE
 fastest such plans per case, each GEMM's ring 8 deep alone and both (the first run's gains, S8 0.933x and G6 0.979x,
-came with both GEMMs deeper; its losses with gemm1 split through a DSM cluster).
+came with both GEMMs deeper; its losses with gemm1 split through a DSM cluster), and each GEMM as run but launched
+one block per SM (SOLO): an 8-deep ring of 64x64 tiles fills 128 KiB, so it also stops two blocks sharing an SM,
+which gemm1's early (PDL) blocks otherwise do on the SMs gemm0 leaves free.
 
     python3 scripts/deep_ring_trial.py --build-only [per-gemm]   (on the GPU machine first: 16 cores)
     python3 scripts/deep_ring_trial.py OUT.json [per-gemm]        (then the trial; scripts/device_deep_ring.sh)
@@ -32,6 +34,9 @@ DEEPEST = 16
 VARIANTS = {"as run": 0, "ring 8": 8, "ring = k tiles": DEEPEST}
 PER_GEMM_CASE = 4
 PER_GEMM = {"as run": (0, 0), "gemm0 8": (8, 0), "gemm1 8": (0, 8), "both 8": (8, 8)}
+# per-gemm mode also: the plan as run with a GEMM launched one block per SM (fusesim.codegen.GEMM_SOLO_SM), as an
+# 8-deep ring of 64x64 tiles is (128 KiB) where 6 stages (96 KiB) let two share an SM: depth or occupancy?
+SOLO = {"gemm0 solo": (0,), "gemm1 solo": (1,)}
 
 
 def _gemms(plan):
@@ -94,7 +99,24 @@ def sources(mode: str = ""):
             variant = plan if cap in (0, (0, 0)) else deepened(plan, cap)
             if variant is not None:
                 srcs[name] = generate(variant)
+        if per_gemm:
+            srcs.update(solo_sources(plan))
         yield case, plan, srcs
+
+
+def solo_sources(plan) -> dict:
+    """{variant: Source} of `plan` as run with one of its GEMMs launched one block per SM (SOLO)."""
+    import fusesim.codegen as codegen
+
+    saved = codegen.GEMM_SOLO_SM
+    try:
+        out = {}
+        for name, solo in SOLO.items():
+            codegen.GEMM_SOLO_SM = solo
+            out[name] = codegen.generate(plan)
+        return out
+    finally:
+        codegen.GEMM_SOLO_SM = saved
 
 
 def freeze(out: str) -> int:
@@ -124,7 +146,7 @@ def main() -> int:
     if sys.argv[1:2] == ["--freeze"]:
         return freeze(sys.argv[2])
     per_gemm = sys.argv[2:3] == ["per-gemm"] or sys.argv[1:3] == ["--build-only", "per-gemm"]
-    return trial_main(sources, "as run", __doc__, PER_GEMM if per_gemm else VARIANTS)
+    return trial_main(sources, "as run", __doc__, {**PER_GEMM, **SOLO} if per_gemm else VARIANTS)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 # One device call: unfused gemm_wgmma rings as run, 8 deep, and as deep as a part's k tiles
 # (scripts/deep_ring_trial.py), twice; kernels built on the GPU machine (a few seconds each).
 # Prepare HERE: bash scripts/device_wheels.sh. Then: run(command="scripts/device_deep_ring.sh $OUT", carry=[".whl"]).
-# Files end in _h100 on an H100. MODE=per-gemm: the second trial (each GEMM deeper alone; files deep_ring_per_gemm_*).
+# Files end in _h100 on an H100. MODE=per-gemm: the second trial (each GEMM deeper alone, or
+# launched one block per SM; files deep_ring_per_gemm_*).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:?usage: scripts/device_deep_ring.sh OUT_DIR}

@@ -103,6 +103,25 @@ def test_wgmma_epilogue_staging_follows_split_and_switches():
     assert not wgmma_split_rows_staged(128, 128, 1, True)  # a gated partial larger than one stage
 
 
+def test_gemm_solo_sm_launches_one_block_per_sm_only_where_asked(monkeypatch):
+    """The trial knob GEMM_SOLO_SM: the listed GEMM asks for more dynamic SMEM than two blocks can share on an
+    SM, at launch and in its attribute; off, the kernel asks for its ring's SMEM and no LAUNCH_SMEM is rendered."""
+    import re
+
+    import fusesim.codegen as codegen
+    from fusesim.capability import SMEM_LIMIT_BYTES
+
+    ch = Chain("solo", "ffn", 128, 3072, 1024, 1024, "gelu", False)
+    plan = unfused_wgmma(ch, 64, 64, 6, split1=4)
+    assert "LAUNCH_SMEM" not in generate(plan).code
+    monkeypatch.setattr(codegen, "GEMM_SOLO_SM", (1,))
+    code = generate(plan).code
+    asked = [int(v) for v in re.findall(r"constexpr int LAUNCH_SMEM = (\d+);", code)]
+    assert len(asked) == 1 and code.count("dynamicSmemBytes = LAUNCH_SMEM") == 1
+    assert 2 * (asked[0] + 1024) > SMEM_LIMIT_BYTES + 2048 > asked[0]  # 228 KiB an SM: one block per SM, and it fits
+    assert code.count("dynamicSmemBytes = SMEM_BYTES") == 1  # gemm0 as before
+
+
 def test_split_k_sums_in_slices_where_the_partial_is_large():
     """A staged split-K gemm_wgmma GEMM whose fp32 partial has GEMM_SPLIT_SHARED_MIN_BYTES or more sums its parts
     in slices (plain stores into a slab per part, the parts' barrier, a share per part, no re-zeroing; the grid

@@ -154,6 +154,10 @@ def wgmma_asm(block_n: int) -> str:
 
 # gemm_wgmma: gemm0 prefetches up to this many bytes of D into L2 for gemm1 (0: off).
 GEMM_D_PREFETCH_MAX_BYTES = 0
+# gemm_wgmma: the GEMMs (0, 1) launched with more dynamic SMEM than half an SM holds, so that one block runs per SM
+# (scripts/deep_ring_trial.py's "solo" variants; empty: each asks for its ring's SMEM only).
+GEMM_SOLO_SM: tuple[int, ...] = ()
+SOLO_SM_BYTES = (capability.SMEM_LIMIT_BYTES + 2048) // 2  # two blocks of this and their 1 KiB reserves exceed an SM's SMEM
 
 
 def render_gemm_wgmma(plan: Plan, name: str, prefetch_max_bytes: int | None = None) -> str:
@@ -168,6 +172,8 @@ def render_gemm_wgmma(plan: Plan, name: str, prefetch_max_bytes: int | None = No
             "block_m": t.block_m, "block_n": t.block_n, "block_k": t.block_k, "stages": kern.stages,
             "split": kernel_split(kern, rows, cols), "gated": gated, "epilogue": act, "epilogue_act": act,
             "smem_bytes": wgmma_gemm_smem_bytes(t.block_m, t.block_n, kern.stages, gated),
+            "launch_smem": max(SOLO_SM_BYTES, wgmma_gemm_smem_bytes(t.block_m, t.block_n, kern.stages, gated))
+            if idx in GEMM_SOLO_SM else 0,
             "mma_asm": wgmma_asm(t.block_n), "pdl_primary": idx == 0, "pdl_secondary": pdl_secondary(plan, kern),
             "cluster": kern.cluster_size, "staged_store": capability.GEMM_STAGED_STORE,
             "staged_red": wgmma_split_rows_staged(t.block_m, t.block_n, kern.stages, gated)
