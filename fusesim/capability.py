@@ -134,6 +134,15 @@ FUSED_GEMM1_UNROLL = True
 # floor is under 10 us in the last whole run (34), built both ways, all verified, took 0.886-0.974x the time relaxed
 # (median 0.932x, 0.48-1.02 us less, median 0.76; results/h200/relaxed_arrive_trial_h100.json, an H100)
 FUSED_RELAXED_ARRIVE = True
+# gemm_wgmma's second GEMM, the programmatic dependent launch, asks for more dynamic SMEM than half an SM's where two
+# of its blocks would share an SM but none fits beside the first GEMM's block (`gemm_solo_sm`): its blocks launch
+# while the first GEMM runs, onto the SMs that one leaves free, and doubled up there (up to their occupancy) they left
+# other SMs idle once the first GEMM ended. Trial after final7 (results/h200/deep_ring_per_gemm_run{1,2}_h100.json, an
+# H100, two runs): S8's fastest unfused plans, gemm0 96 blocks of 145 KiB, gemm1 64-128 blocks of 97 KiB without a
+# cluster, took 0.882-0.926x the time with gemm1 one block per SM (as with its ring 8 deep, 129 KiB: 0.899-0.916x);
+# where gemm1 fits beside gemm0 (G4, G6, C3-C8, G9, G10) one block per SM changed 0.986-1.013x, and with clusters of
+# 4 it lost 1.13-1.26x (fewer clusters fit)
+GEMM_SOLO_SECONDARY = False
 
 
 @dataclass(frozen=True)
@@ -161,6 +170,7 @@ SWITCHES = (
     Switch("fused_producer_early_wait", "FUSED_PRODUCER_EARLY_WAIT", before=False, absent=False),  # wait after the loop
     Switch("fused_gemm1_unroll", "FUSED_GEMM1_UNROLL", before=False, absent=False),  # GEMM1's k-tile loop rolled
     Switch("fused_relaxed_arrive", "FUSED_RELAXED_ARRIVE", before=False, absent=False),  # the .release arrives
+    Switch("gemm_solo_secondary", "GEMM_SOLO_SECONDARY", before=False, absent=False),  # its ring's SMEM only
 )
 # what a measured file without a "codegen" block ran: the gemm_wgmma template before the staging
 FRAGMENT_EPILOGUE = {s.key: s.before for s in SWITCHES}
@@ -405,6 +415,33 @@ def kernel_split_shared(plan: Plan, kern: Kernel) -> bool:
             return gemm_split_shared(t.block_m, t.block_n, k.stages, gated, kernel_split(k, plan.chain.m, cols),
                                      k.cluster_size, k.grid_blocks)
     return False
+
+
+# an H100 SXM's or H200's SM: 228 KiB of shared memory, 1 KiB of it reserved per resident block, and 132 SMs
+SM_SMEM_BYTES = 233472
+SM_BLOCK_RESERVED_BYTES = 1024
+SM_COUNT = 132
+# dynamic SMEM a one-block-per-SM gemm_wgmma GEMM asks for at launch: two such blocks exceed an SM
+SOLO_SM_BYTES = (SMEM_LIMIT_BYTES + 2048) // 2
+
+
+def gemm_solo_sm(plan: Plan, kern: Kernel) -> bool:
+    """Whether the generator launches `kern` one block per SM (`GEMM_SOLO_SECONDARY`): gemm_wgmma's second GEMM
+    without a cluster, a grid within the SMs, two of its blocks fitting an SM but none beside the first GEMM's."""
+    if not GEMM_SOLO_SECONDARY or not pdl_secondary(plan, kern) or len(plan.kernels) != 2:
+        return False
+    (k0, _c0, _d0, gated0), (k1, _c1, _d1, _g1) = _gemm_kernels(plan)
+    if kern != k1 or k1.cluster_size != 1 or k1.grid_blocks > SM_COUNT:
+        return False
+    own = wgmma_gemm_smem_bytes(k1.tiles.block_m, k1.tiles.block_n, k1.stages, False) + SM_BLOCK_RESERVED_BYTES
+    first = wgmma_gemm_smem_bytes(k0.tiles.block_m, k0.tiles.block_n, k0.stages, gated0) + SM_BLOCK_RESERVED_BYTES
+    return 2 * own <= SM_SMEM_BYTES < own + first
+
+
+def kernel_launch_smem_bytes(plan: Plan, kern: Kernel) -> int:
+    """Dynamic SMEM an unfused wgmma GEMM asks for at launch (which sets its blocks per SM): its ring's, or
+    `SOLO_SM_BYTES` where `gemm_solo_sm`; the generator and the simulator read this."""
+    return max(kern.smem_bytes, SOLO_SM_BYTES) if gemm_solo_sm(plan, kern) else kern.smem_bytes
 
 
 def kernel_split(kern: Kernel, rows: int, cols: int) -> int:

@@ -122,6 +122,36 @@ def test_gemm_solo_sm_launches_one_block_per_sm_only_where_asked(monkeypatch):
     assert code.count("dynamicSmemBytes = SMEM_BYTES") == 1  # gemm0 as before
 
 
+def test_second_gemm_runs_one_block_per_sm_where_it_cannot_sit_beside_the_first():
+    """capability.gemm_solo_sm: S8's shape (gemm0 gated 64x64, 6 stages, 145 KiB; gemm1 64x64 split 4, 97 KiB, two
+    per SM, none beside gemm0) launches gemm1 asking over half an SM; not where gemm1 fits beside gemm0, not in a
+    cluster, not past the SMs, not gemm0, not with the switch off. The simulator runs it one block per SM."""
+    from fusesim.capability import SM_SMEM_BYTES, SOLO_SM_BYTES, gemm_solo_sm, generator_switches
+    from fusesim.hardware import load_hardware
+    from fusesim.sim.engine import simulate
+
+    s8 = Chain("s8", "gated_ffn", 128, 3072, 1024, 1024, "silu", True)
+    g6 = Chain("g6", "ffn", 128, 4096, 1024, 1024, "gelu", False)
+    solo = unfused_wgmma(s8, 64, 64, 6, split1=4)
+    assert 2 * (SOLO_SM_BYTES + 1024) > SM_SMEM_BYTES >= 2 * (solo.kernels[1].smem_bytes + 1024)
+    with generator_switches({"gemm_solo_secondary": True}):
+        assert gemm_solo_sm(solo, solo.kernels[1]) and not gemm_solo_sm(solo, solo.kernels[0])
+        assert not gemm_solo_sm(unfused_wgmma(g6, 64, 64, 6, split1=4), unfused_wgmma(g6, 64, 64, 6, split1=4).kernels[1])
+        deep0 = unfused_wgmma(g6, 64, 64, 8, split1=4, stages1=6)  # gemm0 8 deep: 129 KiB, gemm1 no longer fits beside
+        assert gemm_solo_sm(deep0, deep0.kernels[1])
+        clustered = unfused_wgmma(s8, 64, 64, 6, split1=4, dsm_split=(False, True))
+        assert not gemm_solo_sm(clustered, clustered.kernels[1])
+        wide = unfused_wgmma(s8, 64, 64, 6, split1=8)  # 256 blocks: past the SMs
+        assert not gemm_solo_sm(wide, wide.kernels[1])
+        code = generate(solo).code
+        log = simulate(solo, load_hardware("hw_configs/h100_sxm_calibrated.yaml")).kernels
+    assert code.count(f"constexpr int LAUNCH_SMEM = {SOLO_SM_BYTES};") == 1
+    assert [k["blocks_per_sm"] for k in log] == [1, 1]
+    with generator_switches({"gemm_solo_secondary": False}):
+        assert not gemm_solo_sm(solo, solo.kernels[1]) and "LAUNCH_SMEM" not in generate(solo).code
+        assert [k["blocks_per_sm"] for k in simulate(solo, load_hardware("hw_configs/h100_sxm_calibrated.yaml")).kernels] == [1, 2]
+
+
 def test_split_k_sums_in_slices_where_the_partial_is_large():
     """A staged split-K gemm_wgmma GEMM whose fp32 partial has GEMM_SPLIT_SHARED_MIN_BYTES or more sums its parts
     in slices (plain stores into a slab per part, the parts' barrier, a share per part, no re-zeroing; the grid

@@ -155,9 +155,14 @@ def wgmma_asm(block_n: int) -> str:
 # gemm_wgmma: gemm0 prefetches up to this many bytes of D into L2 for gemm1 (0: off).
 GEMM_D_PREFETCH_MAX_BYTES = 0
 # gemm_wgmma: the GEMMs (0, 1) launched with more dynamic SMEM than half an SM holds, so that one block runs per SM
-# (scripts/deep_ring_trial.py's "solo" variants; empty: each asks for its ring's SMEM only).
+# (scripts/deep_ring_trial.py's "solo" variants; empty: as `capability.kernel_launch_smem_bytes`).
 GEMM_SOLO_SM: tuple[int, ...] = ()
-SOLO_SM_BYTES = (capability.SMEM_LIMIT_BYTES + 2048) // 2  # two blocks of this and their 1 KiB reserves exceed an SM's SMEM
+
+
+def _launch_smem(plan: Plan, kern: Kernel, idx: int, ring_bytes: int) -> int:
+    """Dynamic SMEM gemm`idx` asks for at launch where more than its ring's (0: its ring's)."""
+    solo = idx in GEMM_SOLO_SM or capability.gemm_solo_sm(plan, kern)
+    return capability.SOLO_SM_BYTES if solo and capability.SOLO_SM_BYTES > ring_bytes else 0
 
 
 def render_gemm_wgmma(plan: Plan, name: str, prefetch_max_bytes: int | None = None) -> str:
@@ -172,8 +177,7 @@ def render_gemm_wgmma(plan: Plan, name: str, prefetch_max_bytes: int | None = No
             "block_m": t.block_m, "block_n": t.block_n, "block_k": t.block_k, "stages": kern.stages,
             "split": kernel_split(kern, rows, cols), "gated": gated, "epilogue": act, "epilogue_act": act,
             "smem_bytes": wgmma_gemm_smem_bytes(t.block_m, t.block_n, kern.stages, gated),
-            "launch_smem": max(SOLO_SM_BYTES, wgmma_gemm_smem_bytes(t.block_m, t.block_n, kern.stages, gated))
-            if idx in GEMM_SOLO_SM else 0,
+            "launch_smem": _launch_smem(plan, kern, idx, wgmma_gemm_smem_bytes(t.block_m, t.block_n, kern.stages, gated)),
             "mma_asm": wgmma_asm(t.block_n), "pdl_primary": idx == 0, "pdl_secondary": pdl_secondary(plan, kern),
             "cluster": kern.cluster_size, "staged_store": capability.GEMM_STAGED_STORE,
             "staged_red": wgmma_split_rows_staged(t.block_m, t.block_n, kern.stages, gated)

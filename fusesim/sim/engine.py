@@ -28,7 +28,12 @@ from typing import Any
 import simpy
 from simpy.core import EmptySchedule
 
-from fusesim.capability import kernel_split_shared, pdl_secondary, wgmma_gemm_regs_per_thread
+from fusesim.capability import (
+    kernel_launch_smem_bytes,
+    kernel_split_shared,
+    pdl_secondary,
+    wgmma_gemm_regs_per_thread,
+)
 from fusesim.hardware import Hardware
 from fusesim.plan import Kernel, Plan
 from fusesim.sim.gpu import GPU, dispatch
@@ -101,7 +106,8 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
             yield env.timeout(start_us * 1e3)
             if gpu.trace is not None:
                 gpu.trace.host_span("kernel start " + kernel.name, "launch", t0, env.now)
-        bps = hw.blocks_per_sm(kernel.smem_bytes, kernel.threads, _regs_per_thread(plan, kernel))
+        # dynamic SMEM as launched: gemm_wgmma's second GEMM may ask for over half an SM (capability.gemm_solo_sm)
+        bps = hw.blocks_per_sm(kernel_launch_smem_bytes(plan, kernel), kernel.threads, _regs_per_thread(plan, kernel))
         if bps == 0:
             raise ValueError(f"{plan.case_id} {plan.strategy}: kernel {kernel.name} does not fit on an SM "
                              f"({kernel.smem_bytes} B SMEM, {kernel.threads} threads)")
@@ -160,7 +166,7 @@ def _start_cost_us(hw: Hardware, plan: Plan, i: int) -> float:
     start = hw.kernel_start_us or 0.0
     prev, cur = plan.kernels[i - 1], plan.kernels[i]
     beside = hw.blocks_fit_together(prev.smem_bytes, prev.threads, _regs_per_thread(plan, prev),
-                                   cur.smem_bytes, cur.threads, _regs_per_thread(plan, cur))
+                                   kernel_launch_smem_bytes(plan, cur), cur.threads, _regs_per_thread(plan, cur))
     if beside or prev.grid_blocks + cur.grid_blocks <= hw.sm_count:
         return 0.0
     return max(start - (hw.pdl_release_us or 0.0), 0.0)
