@@ -268,6 +268,7 @@ def main() -> int:
     if (ROOT / H100_CALIBRATED).exists():
         lines += split_shared_section(load_hardware(ROOT / H100_CALIBRATED))
         lines += deep_ring_section(load_hardware(ROOT / H100_CALIBRATED))
+        lines += per_gemm_section(load_hardware(ROOT / H100_CALIBRATED))
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")
     return 0
@@ -472,6 +473,61 @@ def deep_ring_section(hw: Hardware) -> list[str]:
                                                           for st, m, q in cells) + " |"
               for c, what, us, cells in sorted(rows, key=lambda r: _order(r[0]))]
     return lines + [""]
+
+
+PER_GEMM_TRIAL = "results/h200/deep_ring_per_gemm_run{}_h100.json"
+
+
+def per_gemm_section(hw: Hardware) -> list[str]:
+    """The per-gemm deep-ring trial (scripts/deep_ring_trial.py per-gemm, two runs of one device call): per plan each
+    GEMM 8 deep alone and both, measured and simulated on `hw`, and each GEMM as run launched one block per SM
+    (measured only: the simulator places blocks one per SM first, so it runs those as it runs the plan)."""
+    runs = [json.loads((ROOT / PER_GEMM_TRIAL.format(i)).read_text()) for i in (1, 2)
+            if (ROOT / PER_GEMM_TRIAL.format(i)).exists()]
+    if len(runs) < 2:
+        return []
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from deep_ring_trial import deepened
+
+    names = list(runs[0]["variants"].items())  # (name, (cap0, cap1) or [solo GEMMs])
+    base = names[0][0]
+    rows = []
+    for a, b in zip(runs[0]["rows"], runs[1]["rows"], strict=True):
+        if not all(v["ok"] for r in (a, b) for v in r["verify"].values()):
+            continue
+        plan = Plan.from_dict(a["plan"])
+        with generator_switches(codegen_switches()):
+            t0 = simulate(plan, hw).time_ns
+            cells = []
+            for name, cap in names[1:]:
+                if name not in a["us"]:
+                    cells.append("--")
+                    continue
+                measured = statistics.mean(r["us"][name] / r["us"][base] for r in (a, b))
+                variant = deepened(plan, tuple(cap)) if "solo" not in name else None
+                sim = f"{simulate(variant, hw).time_ns / t0:.3f}" if variant is not None else "--"
+                cells.append(f"{measured:.3f} / {sim}")
+        what = "; ".join(f"{k.grid_blocks} blocks{f' (clusters of {k.cluster_size})' if k.cluster_size > 1 else ''}, "
+                          f"{k.smem_bytes // 1024} KiB" for k in plan.kernels)
+        rows.append((a["case"], what, a["us"][base], cells))
+    if not rows:
+        return []
+    return ["", "## Deeper rings per GEMM, and one block per SM", "",
+            f"`{PER_GEMM_TRIAL.format('{1,2}')}` (scripts/deep_ring_trial.py per-gemm, one device call, two runs, "
+            f"every build verified): the small cases' fastest unfused wgmma plans of final7 with a GEMM whose k tiles "
+            f"per part exceed its ring, each variant over the plan as run (the mean of the two runs) / simulated on "
+            f"`{H100_CALIBRATED}`. \"solo\": that GEMM as run but asking for more SMEM than half an SM at launch, "
+            f"so one block per SM (not simulated: the simulator places blocks one per SM first). SMEM as run, 2 KiB "
+            f"of an SM reserved for two blocks: 228 KiB. S8's gains come with gemm1 one block per SM, 8 deep or solo "
+            f"alike: its gemm0 (145 or 193 KiB) leaves no room beside it, so gemm1's early (PDL) blocks can only go to "
+            f"the SMs gemm0 leaves free, two to an SM where they may. G6's first plan gains 8 deep only, where gemm1 "
+            f"(129 KiB) no longer fits beside gemm0 (solo, 114 KiB, still does). gemm0 one block per SM, 8 deep or "
+            f"solo, so that gemm1's blocks no longer fit beside it, loses 1.03-1.22x in G4, G6, G9, C3, C6 and C8's "
+            f"first plan (C7's, C8's second and G10's 1.00-1.01x, their gemm0 in clusters or a small grid).", "",
+            "| case | gemm0; gemm1 as run | us as run (first run) | " + " | ".join(n for n, _c in names[1:]) + " |",
+            "| --- | --- | ---: | " + " | ".join("---:" for _n in names[1:]) + " |"] + \
+        [f"| {c} | {what} | {us:.2f} | " + " | ".join(cells) + " |"
+         for c, what, us, cells in sorted(rows, key=lambda r: _order(r[0]))] + [""]
 
 
 def slices_run_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]]], hw: Hardware) -> list[str]:
