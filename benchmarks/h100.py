@@ -79,16 +79,23 @@ BENCH_SETS["the same 532 plans again, a second run"] = FINAL6R
 # PREFIX=final7_paper_ PLANS_PREFIX=plans_final6_ scripts/device_final2.sh, on an H100 where any GPU was asked for)
 FINAL7 = "results/h200/final7_paper_*_h100.json"
 BENCH_SETS["the same 532 plans, split-K in slices (the generator of 2026-12-06 20:10 UTC)"] = FINAL7
+# final6's 532 plans and 23 deeper-ring variants frozen after final7 (results/h200/plans_final8_*.json), final7's
+# generator (scripts/device_solo_final8.sh: BENCH_TIMEOUT=200 STEPS=bench PREFIX=final8_paper_ PLANS_PREFIX=plans_final8_
+# scripts/device_final2.sh, on an H100 where an H200 or H100 was asked for)
+FINAL8 = "results/h200/final8_paper_*_h100.json"
+BENCH_SETS["final6's 532 plans and 23 deeper-ring variants (final7's generator)"] = FINAL8
 BENCH_LABEL = {pattern: label for label, pattern in BENCH_SETS.items()}
 STREAM_LABEL = "each strategy's fastest final-run plan, all 26 cases (the stream trial's default stream)"
 MCAST_LABEL = "unfused gemm_wgmma plans, the multicast trial's control"
 WEIGHT_STREAMING = ("G5", "G8", "S1", "S2", "S3", "S4", "S5", "S6", "S7")
 # the generator of 2026-12-05 19:25-19:45 UTC, when the trials ran: today's switches, but those that came after
 # at their values from before (the TMA im2col; fused_wgmma's early producer wait, unrolled GEMM1 and relaxed
-# arrives, all 2026-12-06; the split-K slices)
+# arrives, all 2026-12-06; the split-K slices; gemm1 one block per SM)
 LATER_SWITCHES = ("wgmma_im2col_tma", "fused_producer_early_wait", "fused_gemm1_unroll", "fused_relaxed_arrive",
-                  "gemm_split_shared_min_bytes")
+                  "gemm_split_shared_min_bytes", "gemm_solo_secondary")
 TRIAL_SWITCHES = {**codegen_switches(), **{s.key: s.before for s in SWITCHES if s.key in LATER_SWITCHES}}
+# the generator of the split-K slices and deeper-ring trials (2026-12-06 before 23:40 UTC): gemm1 asks for its ring only
+BEFORE_SOLO = {**codegen_switches(), "gemm_solo_secondary": False}
 
 
 def without_mechanisms(hw: Hardware) -> Hardware:
@@ -269,6 +276,7 @@ def main() -> int:
         lines += split_shared_section(load_hardware(ROOT / H100_CALIBRATED))
         lines += deep_ring_section(load_hardware(ROOT / H100_CALIBRATED))
         lines += per_gemm_section(load_hardware(ROOT / H100_CALIBRATED))
+    lines += final8_section()
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")
     return 0
@@ -392,7 +400,7 @@ def split_shared_section(hw: Hardware) -> list[str]:
             continue
         sim = {}
         for name, value in ((base, 0), (rule, rule_bytes)):
-            with generator_switches({**codegen_switches(), "gemm_split_shared_min_bytes": value}):
+            with generator_switches({**BEFORE_SOLO, "gemm_split_shared_min_bytes": value}):
                 sim[name] = simulate(plan, hw).time_ns
         if any(kernel_split_shared(plan, k) for k in plan.kernels):  # the current rule (the trial's 32 KiB)
             measured = statistics.mean(r["us"][rule] / r["us"][base] for r in (a, b))
@@ -442,7 +450,7 @@ def deep_ring_section(hw: Hardware) -> list[str]:
             if not all(v["ok"] for r in (a, b) for v in r["verify"].values()):
                 continue
             plan = Plan.from_dict(a["plan"])
-            with generator_switches(codegen_switches()):
+            with generator_switches(BEFORE_SOLO):
                 t0 = simulate(plan, hw).time_ns
                 cells = []
                 for name, cap in names[1:]:
@@ -496,7 +504,7 @@ def per_gemm_section(hw: Hardware) -> list[str]:
         if not all(v["ok"] for r in (a, b) for v in r["verify"].values()):
             continue
         plan = Plan.from_dict(a["plan"])
-        with generator_switches(codegen_switches()):
+        with generator_switches(BEFORE_SOLO):
             t0 = simulate(plan, hw).time_ns
             cells = []
             for name, cap in names[1:]:
@@ -584,6 +592,66 @@ def slices_run_section(sets: dict[str, list[tuple[str, dict[str, Any], float, di
              "| case | changed plans | their ratio (median) | unchanged plans | their ratio (median) | net | simulated |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     lines += [f"| {c} | {nc} | {m:.3f} | {nu} | {u:.3f} | {m / u:.3f} | {q:.3f} |" for c, nc, m, nu, u, q in table]
+    return lines + [""]
+
+
+SOLO_TRIAL = "results/h200/solo_sm_trial_run{}_h100.json"
+
+
+def final8_section() -> list[str]:
+    """final8 against final7 (final6's plans, then 23 deeper-ring variants, final7's generator), per case the fastest
+    verified plan of each run and where final8's came from; then the one-block-per-SM trial that ran in the same
+    device call (scripts/solo_sm_trial.py), per case."""
+    files = {p: sorted(Path(f) for f in glob.glob(str(ROOT / p))) for p in (FINAL7, FINAL8)}
+    if not all(files.values()):
+        return []
+    runs = {p: rows_of(fs, ROOT / H100) for p, fs in files.items()}
+    st = {p: run_stats(rs) for p, (rs, _e) in runs.items()}
+    best7 = {r["case"]: r for r in runs[FINAL7][0] if r.get("ours")}
+    source = {}
+    for f in files[FINAL8]:
+        for c in json.loads(f.read_text())["cases"]:
+            ok = [r for r in c["plans"] if (r.get("verify") or {}).get("ok")]
+            source[c["case"]] = min(ok, key=lambda r: r["time"]["queued_median_us"])["source"] if ok else "-"
+    env = runs[FINAL8][1]
+    lines = ["", "## final8: the deeper-ring variants in a whole run", "",
+             f"`{FINAL8}` ({env.get('gpu')}, {env.get('date_utc', '?')[:16].replace('T', ' ')} UTC; "
+             "`BENCH_TIMEOUT=200 STEPS=bench PREFIX=final8_paper_ PLANS_PREFIX=plans_final8_ scripts/device_final2.sh "
+             "$OUT`, in scripts/device_solo_final8.sh): final6's 532 plans and the 23 per-GEMM 8-deep variants frozen "
+             "after final7 (results/h200/plans_deep_ring_final7.json), with final7's generator. Plans verified "
+             f"{st[FINAL8]['verified']}/{st[FINAL8]['timed']}. Geomean over PyTorch eager / CUDA graphs (queued): final7 "
+             f"{st[FINAL7]['eager_x']:.3f}x / {st[FINAL7]['graphs_x']:.3f}x, final8 {st[FINAL8]['eager_x']:.3f}x / "
+             f"{st[FINAL8]['graphs_x']:.3f}x; floor above 10 us within 1.3x: {st[FINAL8]['big_near']} of "
+             f"{st[FINAL8]['big']}; others under 8 us: {st[FINAL8]['small_fast']} of {st[FINAL8]['small']}. Eager's "
+             "geomean moves with PyTorch's own outliers (eager over 1.5x graphs, per case below), graphs' does not.", "",
+             "| case | final7 best us | final8 best us | ratio | eager / graphs us (final8) | final8's best: source |",
+             "| --- | ---: | ---: | ---: | ---: | --- |"]
+    for r in runs[FINAL8][0]:
+        if not r.get("ours") or r["case"] not in best7:
+            continue
+        b = best7[r["case"]]["ours"]
+        flag = " (eager outlier)" if r["eager"] > 1.5 * r["graph"] else ""
+        lines.append(f"| {r['case']} | {b:.2f} | {r['ours']:.2f} | {r['ours'] / b:.3f} | {r['eager']:.1f} / "
+                     f"{r['graph']:.1f}{flag} | {source.get(r['case'], '-')[:70]} |")
+    trial = [json.loads((ROOT / SOLO_TRIAL.format(i)).read_text()) for i in (1, 2)
+             if (ROOT / SOLO_TRIAL.format(i)).exists()]
+    if len(trial) == 2:
+        per: dict[str, list[float]] = {}
+        ok = True
+        for a, b in zip(trial[0]["rows"], trial[1]["rows"], strict=True):
+            ok &= all(v["ok"] for r in (a, b) for v in r["verify"].values())
+            per.setdefault(a["case"], []).append(statistics.mean(r["us"]["one per SM"] / r["us"]["ring smem"]
+                                                                 for r in (a, b)))
+        every = [x for v in per.values() for x in v]
+        lines += ["", "### gemm1 one block per SM (`capability.gemm_solo_sm`), the same device call", "",
+                  f"`{SOLO_TRIAL.format('{1,2}')}` (scripts/solo_sm_trial.py, two runs, {trial[0]['gpu']}): every plan of "
+                  f"final8's lists the rule changes ({len(every)}), gemm1 asking for its ring's SMEM and for more than "
+                  f"half an SM's, {'all' if ok else 'not all'} verified; one block per SM over its ring's SMEM, the mean "
+                  f"of the two runs: {min(every):.3f}-{max(every):.3f}x, median {statistics.median(every):.3f}x. The "
+                  "switch (`gemm_solo_secondary`) is on since; final8 ran without it.", "",
+                  "| case | plans | one block per SM / ring SMEM |", "| --- | ---: | ---: |"]
+        lines += [f"| {c} | {len(v)} | {min(v):.3f}-{max(v):.3f} |" if len(v) > 1 else f"| {c} | 1 | {v[0]:.3f} |"
+                  for c, v in sorted(per.items(), key=lambda kv: _order(kv[0]))]
     return lines + [""]
 
 
