@@ -59,12 +59,15 @@ PLANS_NOTE["final8_paper_"] = (PLANS_NOTE["final3_paper_"] + "; final6's additio
                                "and, new in this run (results/h200/plans_final8_*.json), the small cases' 8-stage ring "
                                "variants of final7's fastest unfused wgmma plans that deepen no DSM-cluster GEMM "
                                "(results/h200/plans_deep_ring_final7.json, scripts/deep_ring_trial.py --freeze)")
+# final8's plans with the generator that launches gemm_wgmma's second GEMM one block per SM (capability.gemm_solo_sm)
+PLANS_NOTE["final9_paper_"] = PLANS_NOTE["final8_paper_"].replace("new in this run", "new in final8")
 FIRST_RUN = "final_paper_"  # the first final run, 2026-12-04 (scripts/device_final.sh)
 # the whole runs of all 26 cases with the generator as committed at their time (scripts/device_final2.sh), newest
 # first: final3 2026-12-06 06:08 UTC, final4 08:37 UTC (GEMM1's k-tile loop unrolled in fused_wgmma), final5 10:03 UTC
 # (fused_wgmma's cluster barrier arrives relaxed), final6 (final5's generator, its plans and 119 more), final7
-# (final6's plans, split-K in slices; an H100 only so far), final8 (final7's generator, final6's plans and 23 more)
-LATER_RUNS = ("final8_paper_", "final7_paper_", "final6_paper_", "final5_paper_", "final4_paper_", "final3_paper_")
+# (final6's plans, split-K in slices; an H100 only so far), final8 (final7's generator, final6's plans and 23 more;
+# an H100 only so far), final9 (final8's plans, gemm1 one block per SM where capability.gemm_solo_sm says)
+LATER_RUNS = ("final9_paper_", "final8_paper_", "final7_paper_", "final6_paper_", "final5_paper_", "final4_paper_", "final3_paper_")
 # how each run was taken as a whole (the JSON records one bench command per workload)
 WHOLE_RUN = {
     FIRST_RUN: "`scripts/device_final.sh $OUT` with STEPS=\"bench ncu\"",
@@ -75,7 +78,8 @@ WHOLE_RUN["final6_paper_"] = ("`BENCH_TIMEOUT=300 STEPS=bench PREFIX=final6_pape
                               "scripts/device_final2.sh $OUT`, then the same with STEPS=ncu")
 WHOLE_RUN.update({run: (f"`BENCH_TIMEOUT=250 NCU_TIMEOUT=130 STEPS=\"bench ncu\" PREFIX={run} PLANS_PREFIX={plans} "
                         "scripts/device_final2.sh $OUT`")
-                  for run, plans in (("final7_paper_", "plans_final6_"), ("final8_paper_", "plans_final8_"))})
+                  for run, plans in (("final7_paper_", "plans_final6_"), ("final8_paper_", "plans_final8_"),
+                                     ("final9_paper_", "plans_final8_"))})
 
 
 # cases timed again after the final run, with kernels it did not have (the wgmma implicit im2col)
@@ -409,7 +413,15 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = FIRST_RU
         "  8 deep and as deep as the k tiles (up to 16), all 93 builds verified: not faster in general (weight-streaming",
         "  0.995-1.025x; G4, C3-C8 1.00-1.12x; gemm1 split through DSM clusters of 4 1.04-1.37x, fewer fit); S8's",
         "  fastest unfused plan 0.933x at 8 stages (18.4 us, below S8's best fused plan of final7, 19.65) and G6's",
-        "  0.979x. Their variants are frozen for the next whole run (results/h200/plans_final8_*.json, untimed).",
+        "  0.979x. Their per-GEMM variants, frozen untimed for final8 (results/h200/plans_final8_*.json), ran there",
+        "  (on an H100, 2026-12-06 23:36 UTC, results/h200/final8_paper_*_h100.json, 555/555 verified): S8 19.65 ->",
+        "  17.81 us, G6 17.41 -> 17.10 us, the other cases 0.97-1.02x final7; 1.38x over graphs.",
+        "- Kept after final8 (measured on an H100): gemm_wgmma's second GEMM asks for over half an SM's SMEM where two of",
+        "  its blocks fit an SM but none fits beside the first GEMM's (`capability.gemm_solo_sm`): its early (PDL) blocks",
+        "  went two to an SM on the SMs the first GEMM left free. S8's 8-deep gain was that (gemm1 one block per SM at",
+        "  its own depth 0.882-0.926x, 8 deep 0.899-0.916x; results/h200/deep_ring_per_gemm_run*_h100.json); the 26",
+        "  plans of final8's lists it changes, both ways, all verified: 0.864-0.999x the time, median 0.941x",
+        "  (results/h200/solo_sm_trial_run*_h100.json).",
         "- Weight-streaming cases, unfused gemm_wgmma tile width / split-K / ring depth per GEMM and rings small",
         "  enough for gemm1 to start beside gemm0 (results/h200/wgmma_sweep_*.json, 144 plans, another run): no",
         "  variant beats the plan above by more than 0.7%. Nsight per-kernel durations of the best ones fit",
