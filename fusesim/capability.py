@@ -37,6 +37,10 @@ from fusesim.plan import Kernel, Plan
 from fusesim.workload import Chain
 
 SMEM_LIMIT_BYTES = 232448 - 1024  # H100/H200 opt-in per-block maximum, less static SMEM and margin
+# an H100 SXM's or H200's SM: 228 KiB of shared memory, 1 KiB of it reserved per resident block; 132 SMs
+SM_SMEM_BYTES = 233472
+SM_BLOCK_RESERVED_BYTES = 1024
+SM_COUNT = 132
 SUPPORTED_THREADS = (128, 256)
 SUPPORTED_ACTIVATIONS = ("relu", "gelu", "silu", "none")
 PAD_BF16 = 8  # elements of padding per SMEM row (16 bytes): conflict-free ldmatrix
@@ -394,7 +398,7 @@ def _common(plan: Plan) -> str | None:
 # The parts of a tile summed in slices wait for each other, so the whole grid must be resident at once: one block
 # per SM (the template's launch bounds), at most this many blocks, the SMs of the H100 SXM and the H200 it was
 # measured on; a larger grid keeps the red.add, and prepare() refuses a grid a smaller GPU cannot hold (9201)
-SPLIT_SHARED_MAX_GRID = 132
+SPLIT_SHARED_MAX_GRID = SM_COUNT
 
 
 def gemm_split_shared(block_m: int, block_n: int, stages: int, gated: bool, split: int, cluster_size: int,
@@ -420,12 +424,9 @@ def kernel_split_shared(plan: Plan, kern: Kernel) -> bool:
     return False
 
 
-# an H100 SXM's or H200's SM: 228 KiB of shared memory, 1 KiB of it reserved per resident block, and 132 SMs
-SM_SMEM_BYTES = 233472
-SM_BLOCK_RESERVED_BYTES = 1024
-SM_COUNT = 132
-# dynamic SMEM a one-block-per-SM gemm_wgmma GEMM asks for at launch: two such blocks exceed an SM
-SOLO_SM_BYTES = (SMEM_LIMIT_BYTES + 2048) // 2
+# dynamic SMEM a one-block-per-SM gemm_wgmma GEMM asks for at launch: half an SM's, so that two such blocks and
+# their reserves exceed it
+SOLO_SM_BYTES = SM_SMEM_BYTES // 2
 
 
 def gemm_solo_sm(plan: Plan, kern: Kernel) -> bool:

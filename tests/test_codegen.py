@@ -136,7 +136,8 @@ def test_second_gemm_runs_one_block_per_sm_where_it_cannot_sit_beside_the_first(
     assert 2 * (SOLO_SM_BYTES + 1024) > SM_SMEM_BYTES >= 2 * (solo.kernels[1].smem_bytes + 1024)
     with generator_switches({"gemm_solo_secondary": True}):
         assert gemm_solo_sm(solo, solo.kernels[1]) and not gemm_solo_sm(solo, solo.kernels[0])
-        assert not gemm_solo_sm(unfused_wgmma(g6, 64, 64, 6, split1=4), unfused_wgmma(g6, 64, 64, 6, split1=4).kernels[1])
+        beside = unfused_wgmma(g6, 64, 64, 6, split1=4)  # 97 KiB twice: gemm1 fits beside gemm0
+        assert not gemm_solo_sm(beside, beside.kernels[1])
         deep0 = unfused_wgmma(g6, 64, 64, 8, split1=4, stages1=6)  # gemm0 8 deep: 129 KiB, gemm1 no longer fits beside
         assert gemm_solo_sm(deep0, deep0.kernels[1])
         clustered = unfused_wgmma(s8, 64, 64, 6, split1=4, dsm_split=(False, True))
