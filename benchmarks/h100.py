@@ -428,6 +428,13 @@ def split_shared_section(hw: Hardware) -> list[str]:
 DEEP_RING_TRIAL = "results/h200/deep_ring_trial_run{}_h100.json"
 
 
+def _verified_pairs(runs: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any], Plan]]:
+    """(row of run 1, row of run 2, plan) of a two-run trial's plans whose every variant verified in both runs."""
+    for a, b in zip(runs[0]["rows"], runs[1]["rows"], strict=True):
+        if all(v["ok"] for r in (a, b) for v in r["verify"].values()):
+            yield a, b, Plan.from_dict(a["plan"])
+
+
 def deep_ring_section(hw: Hardware) -> list[str]:
     """The deeper-ring trial (scripts/deep_ring_trial.py, two runs of one device call): per plan each deeper
     variant over the plan as run, measured (the mean of the two runs' ratios) and simulated on `hw`."""
@@ -446,10 +453,7 @@ def deep_ring_section(hw: Hardware) -> list[str]:
     saved = capability.MAX_STAGES
     capability.MAX_STAGES = max(cap for _n, cap in names)  # as the trial built them
     try:
-        for a, b in zip(runs[0]["rows"], runs[1]["rows"], strict=True):
-            if not all(v["ok"] for r in (a, b) for v in r["verify"].values()):
-                continue
-            plan = Plan.from_dict(a["plan"])
+        for a, b, plan in _verified_pairs(runs):
             with generator_switches(BEFORE_SOLO):
                 t0 = simulate(plan, hw).time_ns
                 cells = []
@@ -500,10 +504,7 @@ def per_gemm_section(hw: Hardware) -> list[str]:
     names = list(runs[0]["variants"].items())  # (name, (cap0, cap1) or [solo GEMMs])
     base = names[0][0]
     rows = []
-    for a, b in zip(runs[0]["rows"], runs[1]["rows"], strict=True):
-        if not all(v["ok"] for r in (a, b) for v in r["verify"].values()):
-            continue
-        plan = Plan.from_dict(a["plan"])
+    for a, b, plan in _verified_pairs(runs):
         with generator_switches(BEFORE_SOLO):
             t0 = simulate(plan, hw).time_ns
             cells = []
