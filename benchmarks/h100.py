@@ -532,7 +532,9 @@ def per_gemm_section(hw: Hardware) -> list[str]:
             f"the SMs gemm0 leaves free, two to an SM where they may. G6's first plan gains 8 deep only, where gemm1 "
             f"(129 KiB) no longer fits beside gemm0 (solo, 114 KiB, still does). gemm0 one block per SM, 8 deep or "
             f"solo, so that gemm1's blocks no longer fit beside it, loses 1.03-1.22x in G4, G6, G9, C3, C6 and C8's "
-            f"first plan (C7's, C8's second and G10's 1.00-1.01x, their gemm0 in clusters or a small grid).", "",
+            f"first plan (C7's, C8's second and G10's 1.00-1.01x, their gemm0 in clusters or a small grid); the "
+            f"one-block-per-SM trial below took G6's and G4's plans with gemm0 8 deep 0.864x and 0.868x with gemm1 "
+            f"one block per SM (17.18 and 13.81 us there), so those losses were gemm1's doubled blocks too.", "",
             "| case | gemm0; gemm1 as run | us as run (first run) | " + " | ".join(n for n, _c in names[1:]) + " |",
             "| --- | --- | ---: | " + " | ".join("---:" for _n in names[1:]) + " |"] + \
         [f"| {c} | {what} | {us:.2f} | " + " | ".join(cells) + " |"
