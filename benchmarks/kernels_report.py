@@ -421,7 +421,7 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = FIRST_RU
         "  went two to an SM on the SMs the first GEMM left free. S8's 8-deep gain was that (gemm1 one block per SM at",
         "  its own depth 0.882-0.926x, 8 deep 0.899-0.916x; results/h200/deep_ring_per_gemm_run*_h100.json); the 26",
         "  plans of final8's lists it changes, both ways, all verified: 0.864-0.999x the time, median 0.941x",
-        "  (results/h200/solo_sm_trial_run*_h100.json).",
+        "  (results/h200/solo_sm_trial_run*_h100.json); none was its case's fastest in final8 (1.08-1.56x it).",
         "- Weight-streaming cases, unfused gemm_wgmma tile width / split-K / ring depth per GEMM and rings small",
         "  enough for gemm1 to start beside gemm0 (results/h200/wgmma_sweep_*.json, 144 plans, another run): no",
         "  variant beats the plan above by more than 0.7%. Nsight per-kernel durations of the best ones fit",
