@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import glob
 import json
+from pathlib import Path
 
 from store_trial import switched_sources, trial_main
 
@@ -27,7 +28,7 @@ def sources():
     from fusesim.plan import Plan
 
     for path in sorted(glob.glob(PLANS)):
-        for case, rows in json.loads(open(path).read()).items():
+        for case, rows in json.loads(Path(path).read_text()).items():
             for row in rows:
                 plan = Plan.from_dict(row["plan"])
                 if plan.strategy != "unfused" or plan.instruction != "wgmma":

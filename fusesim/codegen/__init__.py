@@ -172,12 +172,12 @@ def render_gemm_wgmma(plan: Plan, name: str, prefetch_max_bytes: int | None = No
     gemms = []
     for idx, kern, gated, rows, cols, depth, act in _gemms(plan):
         t = kern.tiles
+        ring_bytes = wgmma_gemm_smem_bytes(t.block_m, t.block_n, kern.stages, gated)
         gemms.append({
             "name": f"gemm{idx}", "kernel_name": f"fs_wgmma{idx}_{name}", "rows": rows, "cols": cols, "depth": depth,
             "block_m": t.block_m, "block_n": t.block_n, "block_k": t.block_k, "stages": kern.stages,
             "split": kernel_split(kern, rows, cols), "gated": gated, "epilogue": act, "epilogue_act": act,
-            "smem_bytes": wgmma_gemm_smem_bytes(t.block_m, t.block_n, kern.stages, gated),
-            "launch_smem": _launch_smem(plan, kern, idx, wgmma_gemm_smem_bytes(t.block_m, t.block_n, kern.stages, gated)),
+            "smem_bytes": ring_bytes, "launch_smem": _launch_smem(plan, kern, idx, ring_bytes),
             "mma_asm": wgmma_asm(t.block_n), "pdl_primary": idx == 0, "pdl_secondary": pdl_secondary(plan, kern),
             "cluster": kern.cluster_size, "staged_store": capability.GEMM_STAGED_STORE,
             "staged_red": wgmma_split_rows_staged(t.block_m, t.block_n, kern.stages, gated)
