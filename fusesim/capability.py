@@ -143,10 +143,11 @@ FUSED_RELAXED_ARRIVE = True
 # while the first GEMM runs, onto the SMs that one leaves free, and doubled up there (up to their occupancy) they left
 # other SMs idle once the first GEMM ended. Trial after final7 (results/h200/deep_ring_per_gemm_run{1,2}_h100.json, an
 # H100, two runs): S8's fastest unfused plans, gemm0 96 blocks of 145 KiB, gemm1 64-128 blocks of 97 KiB without a
-# cluster, took 0.882-0.926x the time with gemm1 one block per SM (as with its ring 8 deep, 129 KiB: 0.899-0.916x);
-# where gemm1 fits beside gemm0 (G4, G6, C3-C8, G9, G10) one block per SM changed 0.986-1.013x, and with clusters of
-# 4 it lost 1.13-1.26x (fewer clusters fit). On since 2026-12-06 23:40 UTC: every plan of final8's lists the rule
-# changes (26 in C1-C3, G2, G4, G6, G7, G9, G10, S5, S6, S8), built both ways, all verified, took 0.864-0.999x the time
+# cluster or in clusters of 2, took 0.882-0.926x the time with gemm1 one block per SM (as with its ring 8 deep, 129 KiB: 0.899-0.916x);
+# where gemm1 fits beside gemm0 (G4, G6, C3-C8, G10; no clusters or clusters of 2) one block per SM changed
+# 0.986-1.013x; in clusters of 4 or 8 it took 1.131x (S8), 1.188x (G4, 8), 1.260x (G6), 0.999x (G9). On since
+# 2026-12-06 23:40 UTC: every plan of final8's lists the rule changes (26 in C1-C3, G2, G4, G6, G7, G9, G10, S5, S6,
+# S8), built both ways, all verified, took 0.864-0.999x the time
 # (median 0.941x; G4 0.868-0.922x, G6 0.864-0.892x, S8 0.893-0.934x, S5 0.924x, S6 0.941x, G9 0.940-0.954x, C1-C3
 # 0.977-0.989x, G2, G7, G10 0.994-0.999x; the mean of two runs, results/h200/solo_sm_trial_run{1,2}_h100.json, an H100)
 GEMM_SOLO_SECONDARY = True
