@@ -34,6 +34,7 @@ from fusesim.capability import (  # noqa: E402
     FRAGMENT_EPILOGUE,
     SWITCHES,
     codegen_switches,
+    gemm_solo_sm,
     generator_switches,
     kernel_split_shared,
 )
@@ -84,6 +85,11 @@ BENCH_SETS["the same 532 plans, split-K in slices (the generator of 2026-12-06 2
 # scripts/device_final2.sh, on an H100 where an H200 or H100 was asked for)
 FINAL8 = "results/h200/final8_paper_*_h100.json"
 BENCH_SETS["final6's 532 plans and 23 deeper-ring variants (final7's generator)"] = FINAL8
+# final8's plans with the generator of 2026-12-07 (gemm1 one block per SM, capability.gemm_solo_sm; BENCH_TIMEOUT=200
+# STEPS=bench PREFIX=final9_paper_ PLANS_PREFIX=plans_final8_ scripts/device_final2.sh, an H100 where an H200 was
+# not lent)
+FINAL9 = "results/h200/final9_paper_*_h100.json"
+BENCH_SETS["final8's 555 plans, gemm1 one block per SM where the rule picks it (the generator of 2026-12-07)"] = FINAL9
 BENCH_LABEL = {pattern: label for label, pattern in BENCH_SETS.items()}
 STREAM_LABEL = "each strategy's fastest final-run plan, all 26 cases (the stream trial's default stream)"
 MCAST_LABEL = "unfused gemm_wgmma plans, the multicast trial's control"
@@ -277,6 +283,7 @@ def main() -> int:
         lines += deep_ring_section(load_hardware(ROOT / H100_CALIBRATED))
         lines += per_gemm_section(load_hardware(ROOT / H100_CALIBRATED))
     lines += final8_section()
+    lines += final9_section(sets)
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")
     return 0
@@ -655,6 +662,55 @@ def final8_section() -> list[str]:
                   "| case | plans | one block per SM / ring SMEM |", "| --- | ---: | ---: |"]
         lines += [f"| {c} | {len(v)} | {min(v):.3f}-{max(v):.3f} |" if len(v) > 1 else f"| {c} | 1 | {v[0]:.3f} |"
                   for c, v in sorted(per.items(), key=lambda kv: _order(kv[0]))]
+    return lines + [""]
+
+
+def final9_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]]]) -> list[str]:
+    """final9 against final8: the same plans, the generator with gemm1 one block per SM where
+    `capability.gemm_solo_sm` picks it. Per case the fastest verified plan of each run; the plans the rule changes
+    against the rest (the run-to-run drift), plan by plan."""
+    files = {p: sorted(Path(f) for f in glob.glob(str(ROOT / p))) for p in (FINAL8, FINAL9)}
+    if not all(files.values()):
+        return []
+    runs = {p: rows_of(fs, ROOT / H100) for p, fs in files.items()}
+    st = {p: run_stats(rs) for p, (rs, _e) in runs.items()}
+    a, b = (_verified_times(sets[BENCH_LABEL[p]]) for p in (FINAL8, FINAL9))
+    changed: dict[str, list[float]] = {}
+    drift = []
+    with generator_switches({**codegen_switches(), "gemm_solo_secondary": True}):
+        for key in sorted(set(a) & set(b)):
+            plan = Plan.from_dict(json.loads(key[1]))
+            picked = plan.strategy == "unfused" and plan.instruction == "wgmma" and gemm_solo_sm(plan, plan.kernels[1])
+            (changed.setdefault(key[0], []) if picked else drift).append(b[key] / a[key])
+    every = [x for v in changed.values() for x in v]
+    best8 = {r["case"]: r["ours"] for r in runs[FINAL8][0] if r.get("ours")}
+    env = runs[FINAL9][1]
+    outliers = ", ".join(f"{r['case']} ({r['eager']:.1f} vs {r['graph']:.1f} us)" for r in runs[FINAL9][0]
+                         if r["eager"] > 1.5 * r["graph"]) or "none"
+    lines = ["", "## final9: final8's plans with gemm1 one block per SM", "",
+             f"`{FINAL9}` ({env.get('gpu')}, {env.get('date_utc', '?')[:16].replace('T', ' ')} UTC; "
+             "`BENCH_TIMEOUT=200 STEPS=bench PREFIX=final9_paper_ PLANS_PREFIX=plans_final8_ scripts/device_final2.sh "
+             "$OUT`, an H100 where an H200 was not lent): final8's plans with the generator of 2026-12-07, in which "
+             "gemm_wgmma's second GEMM asks for over half an SM's SMEM where `capability.gemm_solo_sm` picks it. Plans "
+             f"verified {st[FINAL9]['verified']}/{st[FINAL9]['timed']}. Geomean over PyTorch eager / CUDA graphs "
+             f"(queued): final8 {st[FINAL8]['eager_x']:.3f}x / {st[FINAL8]['graphs_x']:.3f}x, final9 "
+             f"{st[FINAL9]['eager_x']:.3f}x / {st[FINAL9]['graphs_x']:.3f}x; floor above 10 us within 1.3x: "
+             f"{st[FINAL9]['big_near']} of {st[FINAL9]['big']}; others under 8 us: {st[FINAL9]['small_fast']} of "
+             f"{st[FINAL9]['small']}. PyTorch eager over 1.5x its graphs time in final9 (eager's geomean moves with "
+             f"them): {outliers}.", "",
+             f"The {len(every)} plans the rule changes, final9 / final8: {min(every):.3f}-{max(every):.3f}x, median "
+             f"{statistics.median(every):.3f}x (the trial before it: solo_sm_trial_run{{1,2}}_h100.json); the other "
+             f"{len(drift)} plans, the same kernels: median {statistics.median(drift):.3f}x "
+             f"({_quantile(drift, 0.05):.3f}-{_quantile(drift, 0.95):.3f}x, 5th-95th percentile).", "",
+             "| case | final8 best us | final9 best us | ratio | plans the rule changes: final9 / final8 |",
+             "| --- | ---: | ---: | ---: | --- |"]
+    for r in runs[FINAL9][0]:
+        if not r.get("ours") or r["case"] not in best8:
+            continue
+        ch = changed.get(r["case"], [])
+        span = "-" if not ch else f"{min(ch):.3f}" if len(ch) == 1 else f"{len(ch)}: {min(ch):.3f}-{max(ch):.3f}"
+        lines.append(f"| {r['case']} | {best8[r['case']]:.2f} | {r['ours']:.2f} | {r['ours'] / best8[r['case']]:.3f} "
+                     f"| {span} |")
     return lines + [""]
 
 
