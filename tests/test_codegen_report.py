@@ -74,3 +74,35 @@ def test_switches_lacking_reads_the_runs_codegen_blocks(tmp_path):
                                               mod.SWITCH_WHAT["fused_relaxed_arrive"]]
     assert mod.switches_lacking(new, new) == []
     assert mod.switches_lacking(none, old)[:3] == ["gemm_staged_store", "gemm_staged_red", "convert_batch"]
+
+
+def _shortlist_module():
+    spec = importlib.util.spec_from_file_location("shortlist_plans", ROOT / "scripts" / "shortlist_plans.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def test_a_shortlist_keeps_the_plans_near_the_best_and_each_strategys_best():
+    mod = _shortlist_module()
+    rows = [(10.0, "a", "dsm"), (10.9, "b", "unfused"), (11.2, "c", "unfused"), (30.0, "d", "smem"),
+            (31.0, "e", "smem")]
+    assert mod.shortlist(rows, 1.10, per_strategy=False) == {"a", "b"}
+    assert mod.shortlist(rows, 1.10, per_strategy=True) == {"a", "b", "d"}
+    assert mod.shortlist([], 1.10, per_strategy=True) == set()
+
+
+@pytest.mark.skipif(not (ROOT / "results" / "h200" / "plans_short10_gemm_chains.json").exists(),
+                    reason="no committed shortlist")
+def test_the_committed_shortlist_holds_each_cases_best_plan_of_the_runs_it_was_cut_by():
+    import json
+
+    mod = _shortlist_module()
+    for wl in mod.WORKLOADS:
+        short = json.loads((ROOT / "results" / "h200" / f"plans_short10_{wl}.json").read_text())
+        frozen = json.loads((ROOT / "results" / "h200" / f"plans_final8_{wl}.json").read_text())
+        for run in (f"final9_paper_{wl}_h100.json", f"final5_paper_{wl}.json"):
+            for case, rows in mod._verified(ROOT / "results" / "h200" / run).items():
+                listed = [mod._key(e["plan"]) for e in short[case]]
+                assert min(rows)[1] in listed, (run, case)
+                assert len(listed) == len(set(listed)) < len(frozen[case])
