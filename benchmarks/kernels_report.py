@@ -61,13 +61,21 @@ PLANS_NOTE["final8_paper_"] = (PLANS_NOTE["final3_paper_"] + "; final6's additio
                                "(results/h200/plans_deep_ring_final7.json, scripts/deep_ring_trial.py --freeze)")
 # final8's plans with the generator that launches gemm_wgmma's second GEMM one block per SM (capability.gemm_solo_sm)
 PLANS_NOTE["final9_paper_"] = PLANS_NOTE["final8_paper_"].replace("new in this run", "new in final8")
+# final9's generator on a shortlist of final8's plans (scripts/shortlist_plans.py: within 1.10x of the case's best in
+# final8 or final9 on an H100, each strategy's best there, within 1.05x of the best in final5 on the H200)
+PLANS_NOTE["final10_paper_"] = ("per case, the plans of final8's lists (" + PLANS_NOTE["final8_paper_"]
+                                .replace("new in this run", "new in final8") + ") that ran within 1.10x of the case's "
+                                "fastest in final8 or final9 (on an H100), each strategy's fastest there, and those "
+                                "within 1.05x of the case's fastest in final5 (the H200): 171 of 555, "
+                                "results/h200/plans_short10_*.json (scripts/shortlist_plans.py)")
 FIRST_RUN = "final_paper_"  # the first final run, 2026-12-04 (scripts/device_final.sh)
 # the whole runs of all 26 cases with the generator as committed at their time (scripts/device_final2.sh), newest
 # first: final3 2026-12-06 06:08 UTC, final4 08:37 UTC (GEMM1's k-tile loop unrolled in fused_wgmma), final5 10:03 UTC
 # (fused_wgmma's cluster barrier arrives relaxed), final6 (final5's generator, its plans and 119 more), final7
 # (final6's plans, split-K in slices; an H100 only so far), final8 (final7's generator, final6's plans and 23 more;
-# an H100 only so far), final9 (final8's plans, gemm1 one block per SM where capability.gemm_solo_sm says)
-LATER_RUNS = ("final9_paper_", "final8_paper_", "final7_paper_", "final6_paper_", "final5_paper_", "final4_paper_", "final3_paper_")
+# an H100 only so far), final9 (final8's plans, gemm1 one block per SM where capability.gemm_solo_sm says), final10
+# (final9's generator, a shortlist of final8's plans that fits a small device budget)
+LATER_RUNS = ("final10_paper_", "final9_paper_", "final8_paper_", "final7_paper_", "final6_paper_", "final5_paper_", "final4_paper_", "final3_paper_")
 # how each run was taken as a whole (the JSON records one bench command per workload)
 WHOLE_RUN = {
     FIRST_RUN: "`scripts/device_final.sh $OUT` with STEPS=\"bench ncu\"",
@@ -79,7 +87,7 @@ WHOLE_RUN["final6_paper_"] = ("`BENCH_TIMEOUT=300 STEPS=bench PREFIX=final6_pape
 WHOLE_RUN.update({run: (f"`BENCH_TIMEOUT=250 NCU_TIMEOUT=130 STEPS=\"bench ncu\" PREFIX={run} PLANS_PREFIX={plans} "
                         "scripts/device_final2.sh $OUT`")
                   for run, plans in (("final7_paper_", "plans_final6_"), ("final8_paper_", "plans_final8_"),
-                                     ("final9_paper_", "plans_final8_"))})
+                                     ("final9_paper_", "plans_final8_"), ("final10_paper_", "plans_short10_"))})
 
 
 # cases timed again after the final run, with kernels it did not have (the wgmma implicit im2col)
@@ -251,6 +259,9 @@ def previous_whole_run_bullet(prefix: str) -> list[str]:
     st = run_stats(rs)
     odd = eager_outlier_rows([r for r in rs if r.get("ours")])
     what = ("this run's plans but its additions, the same generator" if prefix == "final6_paper_" else
+            "final3's lists (this run's plans are a shortlist of them with final6's and final8's additions), the "
+            "generator of its time"
+            if prefix == "final10_paper_" else
             "the same plans with the generator of its time" if PLANS_NOTE[prev] == PLANS_NOTE[prefix] else
             "this run's plans but its additions, the generator of its time")
     return [f"- The whole run before this one, {what} (results/h200/{prev}*.json, "
