@@ -34,7 +34,6 @@ from fusesim.capability import (  # noqa: E402
     FRAGMENT_EPILOGUE,
     SWITCHES,
     codegen_switches,
-    gemm_solo_sm,
     generator_switches,
     kernel_split_shared,
 )
@@ -677,11 +676,12 @@ def final9_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]]
     a, b = (_verified_times(sets[BENCH_LABEL[p]]) for p in (FINAL8, FINAL9))
     changed: dict[str, list[float]] = {}
     drift = []
-    with generator_switches({**codegen_switches(), "gemm_solo_secondary": True}):
-        for key in sorted(set(a) & set(b)):
-            plan = Plan.from_dict(json.loads(key[1]))
-            picked = plan.strategy == "unfused" and plan.instruction == "wgmma" and gemm_solo_sm(plan, plan.kernels[1])
-            (changed.setdefault(key[0], []) if picked else drift).append(b[key] / a[key])
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from solo_sm_trial import rule_changes
+
+    for key in sorted(set(a) & set(b)):
+        picked = rule_changes(Plan.from_dict(json.loads(key[1])))
+        (changed.setdefault(key[0], []) if picked else drift).append(b[key] / a[key])
     every = [x for v in changed.values() for x in v]
     best8 = {r["case"]: r["ours"] for r in runs[FINAL8][0] if r.get("ours")}
     env = runs[FINAL9][1]

@@ -22,20 +22,25 @@ VARIANTS = {"ring smem": False, "one per SM": True}
 PLANS = "results/h200/plans_final8_*.json"
 
 
+def rule_changes(plan) -> bool:
+    """Whether `capability.gemm_solo_sm` (its switch on) launches this plan's gemm1 one block per SM."""
+    import fusesim.capability as capability
+
+    if plan.strategy != "unfused" or plan.instruction != "wgmma":
+        return False
+    with capability.generator_switches({**capability.codegen_switches(), "gemm_solo_secondary": True}):
+        return capability.gemm_solo_sm(plan, plan.kernels[1])
+
+
 def sources():
     """(case, plan, {variant: Source}) of every final8 plan whose gemm1 the rule launches one block per SM."""
-    import fusesim.capability as capability
     from fusesim.plan import Plan
 
     for path in sorted(glob.glob(PLANS)):
         for case, rows in json.loads(Path(path).read_text()).items():
             for row in rows:
                 plan = Plan.from_dict(row["plan"])
-                if plan.strategy != "unfused" or plan.instruction != "wgmma":
-                    continue
-                with capability.generator_switches({**capability.codegen_switches(), "gemm_solo_secondary": True}):
-                    changed = capability.gemm_solo_sm(plan, plan.kernels[1])
-                if changed:
+                if rule_changes(plan):
                     yield case, plan, switched_sources(plan, "gemm_solo_secondary", VARIANTS)
 
 
