@@ -26,6 +26,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))  # the trial scripts, whose variants the trial sections rebuild
 
 from kernels_report import H100_ONE_RUN, WORKLOADS, h100_stream_speedups, rows_of, run_stats  # noqa: E402
 
@@ -448,7 +449,6 @@ def deep_ring_section(hw: Hardware) -> list[str]:
             if (ROOT / DEEP_RING_TRIAL.format(i)).exists()]
     if len(runs) < 2:
         return []
-    sys.path.insert(0, str(ROOT / "scripts"))
     from deep_ring_trial import deepened
 
     import fusesim.capability as capability
@@ -504,7 +504,6 @@ def per_gemm_section(hw: Hardware) -> list[str]:
             if (ROOT / PER_GEMM_TRIAL.format(i)).exists()]
     if len(runs) < 2:
         return []
-    sys.path.insert(0, str(ROOT / "scripts"))
     from deep_ring_trial import deepened
 
     names = list(runs[0]["variants"].items())  # (name, (cap0, cap1) or [solo GEMMs])
@@ -676,7 +675,6 @@ def final9_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]]
     a, b = (_verified_times(sets[BENCH_LABEL[p]]) for p in (FINAL8, FINAL9))
     changed: dict[str, list[float]] = {}
     drift = []
-    sys.path.insert(0, str(ROOT / "scripts"))
     from solo_sm_trial import rule_changes
 
     for key in sorted(set(a) & set(b)):

@@ -63,8 +63,8 @@ PLANS_NOTE["final8_paper_"] = (PLANS_NOTE["final3_paper_"] + "; final6's additio
 PLANS_NOTE["final9_paper_"] = PLANS_NOTE["final8_paper_"].replace("new in this run", "new in final8")
 # final9's generator on a shortlist of final8's plans (scripts/shortlist_plans.py: within 1.10x of the case's best in
 # final8 or final9 on an H100, each strategy's best there, within 1.05x of the best in final5 on the H200)
-PLANS_NOTE["final10_paper_"] = ("per case, the plans of final8's lists (" + PLANS_NOTE["final8_paper_"]
-                                .replace("new in this run", "new in final8") + ") that ran within 1.10x of the case's "
+PLANS_NOTE["final10_paper_"] = ("per case, the plans of final8's lists (" + PLANS_NOTE["final9_paper_"]
+                                + ") that ran within 1.10x of the case's "
                                 "fastest in final8 or final9 (on an H100), each strategy's fastest there, and those "
                                 "within 1.05x of the case's fastest in final5 (the H200): 171 of 555, "
                                 "results/h200/plans_short10_*.json (scripts/shortlist_plans.py)")
@@ -245,6 +245,14 @@ def h100_one_run_bullet(first: bool = True, prefix: str = "final3_paper_") -> li
             f"{st['small_fast']} of {st['small']} small cases under 8 us, plans verified {st['verified']}/{st['timed']}."]
 
 
+# how the run before a whole run chose its plans, where PLANS_NOTE's comparison does not say it
+PREVIOUS_RUN_WHAT = {
+    "final6_paper_": "this run's plans but its additions, the same generator",
+    "final10_paper_": ("final3's lists (this run's plans are a shortlist of them with final6's and final8's additions), "
+                       "the generator of its time"),
+}
+
+
 def previous_whole_run_bullet(prefix: str) -> list[str]:
     """One line on the whole run before `prefix` among LATER_RUNS (the same plans, an earlier generator)."""
     if prefix not in LATER_RUNS:
@@ -258,12 +266,9 @@ def previous_whole_run_bullet(prefix: str) -> list[str]:
     rs, env = rows_of(files, ROOT / "hw_configs" / "h200.yaml")
     st = run_stats(rs)
     odd = eager_outlier_rows([r for r in rs if r.get("ours")])
-    what = ("this run's plans but its additions, the same generator" if prefix == "final6_paper_" else
-            "final3's lists (this run's plans are a shortlist of them with final6's and final8's additions), the "
-            "generator of its time"
-            if prefix == "final10_paper_" else
-            "the same plans with the generator of its time" if PLANS_NOTE[prev] == PLANS_NOTE[prefix] else
-            "this run's plans but its additions, the generator of its time")
+    what = PREVIOUS_RUN_WHAT.get(prefix) or ("the same plans with the generator of its time"
+                                             if PLANS_NOTE[prev] == PLANS_NOTE[prefix] else
+                                             "this run's plans but its additions, the generator of its time")
     return [f"- The whole run before this one, {what} (results/h200/{prev}*.json, "
             f"{env.get('gpu')}, {env.get('date_utc', '?')[:16]} UTC; `--prefix {prev}` renders it): "
             f"{st['eager_x']:.2f}x over eager, {st['graphs_x']:.2f}x over graphs (geomean), {st['big_near']} of "
