@@ -109,7 +109,7 @@ def test_gemm_solo_sm_launches_one_block_per_sm_only_where_asked(monkeypatch):
     import re
 
     import fusesim.codegen as codegen
-    from fusesim.capability import SMEM_LIMIT_BYTES
+    from fusesim.capability import SM_BLOCK_RESERVED_BYTES, SM_SMEM_BYTES
 
     ch = Chain("solo", "ffn", 128, 3072, 1024, 1024, "gelu", False)
     plan = unfused_wgmma(ch, 64, 64, 6, split1=4)
@@ -118,7 +118,7 @@ def test_gemm_solo_sm_launches_one_block_per_sm_only_where_asked(monkeypatch):
     code = generate(plan).code
     asked = [int(v) for v in re.findall(r"constexpr int LAUNCH_SMEM = (\d+);", code)]
     assert len(asked) == 1 and code.count("dynamicSmemBytes = LAUNCH_SMEM") == 1
-    assert 2 * (asked[0] + 1024) > SMEM_LIMIT_BYTES + 2048 > asked[0]  # 228 KiB an SM: one block per SM, and it fits
+    assert 2 * (asked[0] + SM_BLOCK_RESERVED_BYTES) > SM_SMEM_BYTES > asked[0]  # one block per SM, and it fits
     assert code.count("dynamicSmemBytes = SMEM_BYTES") == 1  # gemm0 as before
 
 
@@ -126,14 +126,21 @@ def test_second_gemm_runs_one_block_per_sm_where_it_cannot_sit_beside_the_first(
     """capability.gemm_solo_sm: S8's shape (gemm0 gated 64x64, 6 stages, 145 KiB; gemm1 64x64 split 4, 97 KiB, two
     per SM, none beside gemm0) launches gemm1 asking over half an SM; not where gemm1 fits beside gemm0, not in a
     cluster, not past the SMs, not gemm0, not with the switch off. The simulator runs it one block per SM."""
-    from fusesim.capability import SM_SMEM_BYTES, SOLO_SM_BYTES, gemm_solo_sm, generator_switches
+    from fusesim.capability import (
+        SM_BLOCK_RESERVED_BYTES,
+        SM_SMEM_BYTES,
+        SOLO_SM_BYTES,
+        gemm_solo_sm,
+        generator_switches,
+    )
     from fusesim.hardware import load_hardware
     from fusesim.sim.engine import simulate
 
     s8 = Chain("s8", "gated_ffn", 128, 3072, 1024, 1024, "silu", True)
     g6 = Chain("g6", "ffn", 128, 4096, 1024, 1024, "gelu", False)
     solo = unfused_wgmma(s8, 64, 64, 6, split1=4)
-    assert 2 * (SOLO_SM_BYTES + 1024) > SM_SMEM_BYTES >= 2 * (solo.kernels[1].smem_bytes + 1024)
+    reserve = SM_BLOCK_RESERVED_BYTES
+    assert 2 * (SOLO_SM_BYTES + reserve) > SM_SMEM_BYTES >= 2 * (solo.kernels[1].smem_bytes + reserve)
     with generator_switches({"gemm_solo_secondary": True}):
         assert gemm_solo_sm(solo, solo.kernels[1]) and not gemm_solo_sm(solo, solo.kernels[0])
         beside = unfused_wgmma(g6, 64, 64, 6, split1=4)  # 97 KiB twice: gemm1 fits beside gemm0
