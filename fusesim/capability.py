@@ -93,6 +93,12 @@ GEMM_STAGED_RED = True
 # memcheck, racecheck and synccheck on the gemm_wgmma families clean (results/h200/sanitize_split_shared_h100.json).
 # A form whose last part alone summed the slices was slower everywhere (results/h200/split_slices_trial_h100.json).
 GEMM_SPLIT_SHARED_MIN_BYTES = 32768
+# Split-K in slices, lean (`kernel_split_lean`, where `gemm_split_shared` holds): a part does not store the share of
+# its partial that it sums itself (it reads that share from its SMEM; 1/split of the slice stores), and the parts'
+# barrier is one atomicInc per part on a ticket that counts arrivals through epochs (parts x 65536 arrivals, then
+# it wraps) instead of an atomicAdd, the poll and a second atomicAdd whose last part re-zeroed the ticket: one L2
+# round trip less on every part's path to its sum. False: the store of the whole partial and the re-zeroed ticket.
+GEMM_SPLIT_LEAN = False
 # float4s of the fp32 sum each thread of a split's last contributor loads before it stores any, in the
 # convert after the ticket (all templates): one L2 round trip per batch; 1 = one per float4 (before)
 CONVERT_BATCH = 4
@@ -179,6 +185,7 @@ SWITCHES = (
     Switch("fused_gemm1_unroll", "FUSED_GEMM1_UNROLL", before=False, absent=False),  # GEMM1's k-tile loop rolled
     Switch("fused_relaxed_arrive", "FUSED_RELAXED_ARRIVE", before=False, absent=False),  # the .release arrives
     Switch("gemm_solo_secondary", "GEMM_SOLO_SECONDARY", before=False, absent=False),  # its ring's SMEM only
+    Switch("gemm_split_lean", "GEMM_SPLIT_LEAN", before=False, absent=False),  # whole partial, re-zeroed ticket
 )
 # what a measured file without a "codegen" block ran: the gemm_wgmma template before the staging
 FRAGMENT_EPILOGUE = {s.key: s.before for s in SWITCHES}
@@ -423,6 +430,12 @@ def kernel_split_shared(plan: Plan, kern: Kernel) -> bool:
             return gemm_split_shared(t.block_m, t.block_n, k.stages, gated, kernel_split(k, plan.chain.m, cols),
                                      k.cluster_size, k.grid_blocks)
     return False
+
+
+def kernel_split_lean(plan: Plan, kern: Kernel) -> bool:
+    """Whether a GEMM that sums its split-K parts in slices (`kernel_split_shared`) does it lean (`GEMM_SPLIT_LEAN`):
+    no store of its own share, one epoch-counting atomic per part at the barrier."""
+    return GEMM_SPLIT_LEAN and kernel_split_shared(plan, kern)
 
 
 # dynamic SMEM a one-block-per-SM gemm_wgmma GEMM asks for at launch: half an SM's, so that two such blocks and

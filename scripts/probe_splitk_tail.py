@@ -15,7 +15,8 @@ launched after an L2 flush (as fusesim bench times it) seven times, with bench's
 Without options every split GEMM red.adds into one tile (`GEMM_SPLIT_SHARED_MIN_BYTES` = 0, whatever the
 generator's default); `--shared` anywhere: every split GEMM sums its parts in slices (`capability.gemm_split_shared` with
 GEMM_SPLIT_SHARED_MIN_BYTES = 1: each part stores its partial into its own workspace slice, the parts wait for
-each other, then each sums a share of the tile) instead of by red.add into one tile.
+each other, then each sums a share of the tile) instead of by red.add into one tile; `--lean` too: the slices lean
+(capability.GEMM_SPLIT_LEAN: no store of a part's own share, one epoch-counting ticket per part).
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def instrument(code: str) -> str:
          "    fs_t4 = fs_now();\n    fs_last = fs_is_last;\n    if (fs_is_last) {\n"),
         ("    fs::split_parts_barrier(tickets + tile, SPLIT);\n",
          "    fs_t3 = fs_now();\n    fs::split_parts_barrier(tickets + tile, SPLIT);\n    fs_t4 = fs_now();\n"),
+        ("    fs::split_parts_barrier_lean(tickets + tile, SPLIT);\n",
+         "    fs_t3 = fs_now();\n    fs::split_parts_barrier_lean(tickets + tile, SPLIT);\n    fs_t4 = fs_now();\n"),
     ]
     if not any(old in code for old, _new in split_marks):
         raise SystemExit("template changed: no split-K step found")
@@ -120,6 +123,10 @@ def main() -> int:
         argv.remove("--shared")
         capability.GEMM_SPLIT_SHARED_MIN_BYTES = 1
         suffix += "_shared"
+    if "--lean" in argv:  # and lean (capability.GEMM_SPLIT_LEAN): no store of a part's own share, one ticket
+        argv.remove("--lean")
+        capability.GEMM_SPLIT_LEAN = True
+        suffix += "_lean"
     if argv[:1] == ["--build"]:
         for case, plan in plans(tuple(argv[1:]) or CASES).items():
             print(case, build_instrumented(plan, suffix, instrument), flush=True)
@@ -134,7 +141,8 @@ def main() -> int:
     out = Path(argv[0])
     cases = tuple(argv[1:]) or CASES
     result = {"what": __doc__.splitlines()[0], "gpu": torch.cuda.get_device_name(), "host_lead_us": HOST_LEAD_US,
-              "split_shared_min_bytes": capability_mode(), "fields": FIELDS, "cases": {}}
+              "split_shared_min_bytes": capability_mode(), "split_lean": capability.GEMM_SPLIT_LEAN, "fields": FIELDS,
+              "cases": {}}
     host = (ctypes.c_ulonglong * (2 * 4096 * NF))()
     for case, plan in plans(cases).items():
         src = generate(plan)

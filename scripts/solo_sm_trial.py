@@ -12,11 +12,7 @@ The per-gemm deep-ring trial (results/h200/deep_ring_per_gemm_run{1,2}_h100.json
 
 from __future__ import annotations
 
-import glob
-import json
-from pathlib import Path
-
-from store_trial import switched_sources, trial_main
+from store_trial import listed_sources, trial_main
 
 VARIANTS = {"ring smem": False, "one per SM": True}
 PLANS = "results/h200/plans_final8_*.json"
@@ -34,14 +30,7 @@ def rule_changes(plan) -> bool:
 
 def sources():
     """(case, plan, {variant: Source}) of every final8 plan whose gemm1 the rule launches one block per SM."""
-    from fusesim.plan import Plan
-
-    for path in sorted(glob.glob(PLANS)):
-        for case, rows in json.loads(Path(path).read_text()).items():
-            for row in rows:
-                plan = Plan.from_dict(row["plan"])
-                if rule_changes(plan):
-                    yield case, plan, switched_sources(plan, "gemm_solo_secondary", VARIANTS)
+    return listed_sources(PLANS, rule_changes, "gemm_solo_secondary", VARIANTS)
 
 
 def main() -> int:

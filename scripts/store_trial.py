@@ -91,6 +91,21 @@ def switched_sources(plan, switch: str, variants: dict) -> dict:
     return out
 
 
+def listed_sources(pattern: str, keep, switch: str, variants: dict):
+    """(case, plan, {variant: Source}) of every plan that `keep(plan)` accepts in the frozen plan lists matching
+    `pattern` ({case: [{"plan": ...}, ...]} files), generated with the switch `switch` set to each variant's value."""
+    import glob
+
+    from fusesim.plan import Plan
+
+    for path in sorted(glob.glob(pattern)):
+        for case, rows in json.loads(Path(path).read_text()).items():
+            for row in rows:
+                plan = Plan.from_dict(row["plan"])
+                if keep(plan):
+                    yield case, plan, switched_sources(plan, switch, variants)
+
+
 def codegen_variants(switch: str, variants: dict, keep, patched: str):
     """(case, plan, {variant: Source}) for the final run's plans that `keep(plan)` accepts, each
     generated with the module-level generator switch `fusesim.codegen.<switch>` set to each variant's

@@ -188,6 +188,29 @@ def test_split_k_sums_in_slices_where_the_partial_is_large():
     assert "split_parts_barrier" not in small and "fs::red_add_f32x4(ws" in small
 
 
+def test_split_k_in_slices_lean_leaves_out_the_own_share_and_counts_epochs():
+    """GEMM_SPLIT_LEAN on: a GEMM that sums in slices skips the stores of the share it sums itself and waits at an
+    epoch-counting barrier (one atomicInc per part, no re-zeroing); a GEMM that red.adds is as before; off, the
+    source is the slices' form (no lean barrier defined)."""
+    from fusesim.capability import codegen_switches, generator_switches, kernel_split_lean
+
+    ch = Chain("lean", "ffn", 128, 2048, 1024, 2048, "gelu", False)
+    plan = unfused_wgmma(ch, 128, 128, 4, split1=4)
+    with generator_switches({**codegen_switches(), "gemm_split_lean": True}):
+        assert [kernel_split_lean(plan, k) for k in plan.kernels] == [False, True]
+        code = generate(plan).code
+        small = generate(unfused_wgmma(ch, 64, 64, 4, split1=4)).code
+    head, gemms = code.split("namespace gemm0 {")
+    _g0, g1 = gemms.split("namespace gemm1 {")
+    assert head.count("void split_parts_barrier_lean(int* ticket, int parts)") == 1 and "atomicInc(" in head
+    assert g1.count("fs::split_parts_barrier_lean(tickets + tile, SPLIT);") == 1
+    assert "continue;  // this part's own share" in g1 and "fs::split_parts_barrier(" not in g1
+    assert "split_parts_barrier" not in small and "fs::red_add_f32x4(ws" in small  # red.add: unchanged
+    with generator_switches({**codegen_switches(), "gemm_split_lean": False}):
+        off = generate(plan).code
+    assert "split_parts_barrier_lean" not in off and "own share" not in off and "fs::split_parts_barrier(tickets + tile, SPLIT);" in off
+
+
 def test_generator_switches_read_a_recorded_block_as_the_generator_of_its_time():
     """A recorded "codegen" block sets every switch it names; a switch it lacks is what the generator did before
     that switch existed (`Switch.absent`), or keeps its value where every block names it; an empty block changes

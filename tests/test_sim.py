@@ -706,6 +706,29 @@ def test_split_k_in_slices_moves_what_the_analyzer_counts():
     assert drained[32768] == 128 * 4096 * 2 and drained[0] == drained[32768] + ws  # E alone; E and the zeros
 
 
+def test_split_k_in_slices_lean_stores_only_the_others_shares():
+    """Lean slices (capability.GEMM_SPLIT_LEAN): every part stores the (split - 1) / split of its partial that the
+    other parts sum and takes one ticket, the bytes the analyzer counts; the same reads; not slower."""
+    from fusesim.capability import codegen_switches, generator_switches
+    from fusesim.codegen.handplans import unfused_wgmma
+    from fusesim.planner.dataflow import SPLIT_TICKET_BYTES, analyze
+
+    base = hw()
+    ch = ex.chain("lean", 128, 2048, 1024, 4096, activation="gelu")
+    plan = unfused_wgmma(ch, 128, 128, 6, split1=4)
+    ws = 128 * 4096 * 4  # one M x L fp32 slab
+    got, ns = {}, {}
+    for lean in (False, True):
+        with generator_switches({**codegen_switches(), "gemm_split_lean": lean}):
+            r, v = simulate(plan, base), analyze(plan, base)
+            got[lean], ns[lean] = r.bytes, r.time_ns
+            for level in ("l2_read", "l2_write", "hbm_read"):
+                assert r.bytes[level] == pytest.approx(getattr(v, level), rel=1e-6), (lean, level)
+    grid = plan.kernels[1].grid_blocks
+    assert got[False]["l2_write"] - got[True]["l2_write"] == pytest.approx(ws + SPLIT_TICKET_BYTES * grid)
+    assert got[True]["l2_read"] == got[False]["l2_read"] and ns[True] <= ns[False]
+
+
 def test_pdl_secondary_waits_the_calibrated_release():
     """gemm_wgmma's second GEMM is a programmatic dependent launch: it starts pdl_release_us after
     the first GEMM's last block (not kernel_gap_us); its own start cost lies before

@@ -183,6 +183,7 @@ def render_gemm_wgmma(plan: Plan, name: str, prefetch_max_bytes: int | None = No
             "staged_red": wgmma_split_rows_staged(t.block_m, t.block_n, kern.stages, gated)
             and kernel_split(kern, rows, cols) > 1,
             "split_shared": capability.kernel_split_shared(plan, kern),
+            "split_lean": capability.kernel_split_lean(plan, kern),
             "prefetch_bytes": min(d_bytes, cap) // 16 * 16 if idx == 0 else 0,
             "convert_batch": capability.CONVERT_BATCH if kernel_split(kern, rows, cols) > 1 else 1,
             "im2col": idx == 0 and capability.wgmma_im2col(ch),

@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from fusesim.capability import kernel_split_shared
+from fusesim.capability import kernel_split_lean, kernel_split_shared
 from fusesim.hardware import Hardware
 from fusesim.plan import Placement, Plan
 from fusesim.planner.dsm_comm import (
@@ -221,7 +221,8 @@ def split_k_protocol_bytes(plan: Plan) -> dict[str, float]:
     partial (dsm_reduce_scatter's wire bytes), no workspace. Where the parts sum in slices
     (capability.gemm_split_shared), every part stores its partial into its own slab (L2 writes, whole
     lines: no fetch), takes two tickets, and reads its 1/split share of the other parts' slabs (L2
-    read); no zeros are written back."""
+    read); no zeros are written back. Lean (capability.kernel_split_lean), a part leaves out of its slab the
+    share it sums itself and takes one ticket."""
     out = {"l2_read": 0.0, "l2_write": 0.0, "hbm_read": 0.0, "dsm": 0.0}
     if plan.strategy != "unfused":
         return out
@@ -240,6 +241,10 @@ def split_k_protocol_bytes(plan: Plan) -> dict[str, float]:
             out["dsm"] += kern.grid_blocks * dsm_split_wire_bytes_per_block(t.block_m, t.block_n, split, parts)
             continue
         ws = float(ch.m * cols * parts * SPLIT_WORKSPACE_BYTES)
+        if kernel_split_lean(plan, kern):
+            out["l2_write"] += (split - 1) * ws + SPLIT_TICKET_BYTES * kern.grid_blocks
+            out["l2_read"] += (split - 1) * ws
+            continue
         if kernel_split_shared(plan, kern):
             out["l2_write"] += split * ws + SPLIT_TICKET_BYTES * 2 * kern.grid_blocks
             out["l2_read"] += (split - 1) * ws

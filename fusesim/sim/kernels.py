@@ -295,6 +295,7 @@ class GemmCohort(Cohort):
                             and capability.wgmma_split_rows_staged(self.bm, self.bn, kernel.stages, len(self.rhs) > 1))
         # ... and sums the parts in slices, a share per part, where the partial is large (capability's rule)
         self.split_shared = self.ws is not None and capability.kernel_split_shared(plan, kernel)
+        self.split_lean = self.split_shared and capability.kernel_split_lean(plan, kernel)
 
     def _active(self, step: int, s: int) -> bool:
         lo, hi = self.parts[s]
@@ -406,16 +407,20 @@ class GemmCohort(Cohort):
         (fs::split_parts_barrier: the ticket's fence and atomicAdd, an acquire poll and a second atomicAdd,
         one L2 round trip each beyond the ticket), then every part reads its 1/split share of the tile
         from the other parts' slices (its own share from SMEM), and stores that share of the output; no
-        zeros are written back."""
+        zeros are written back. Lean (`capability.kernel_split_lean`): a part stores only the shares the other
+        parts sum, and the barrier is one atomicInc and the poll."""
         width = len(self.rhs)
         part_bytes = self.bm * self.bn * WORKSPACE_BYTES * width
         yield from self.smem_rmw("split-K partial (stage)", 2 * part_bytes)
         parts = list(self.coords)  # (m, n, split part) per block
         gran = self._slice_granules(parts, width)
-        ev = self.mem.store(gran, part_bytes * len(parts), self.sms, self.port)
+        # lean (capability.kernel_split_lean): the share a part sums itself stays in its SMEM; one ticket per part
+        stored = part_bytes * (self.split - 1) // self.split if self.split_lean else part_bytes
+        tickets = 1 if self.split_lean else 2
+        ev = self.mem.store(gran, stored * len(parts), self.sms, self.port)
         yield from self.timed(ev, "split-K partial (slice)", "store")
-        yield from self.timed(self.ticket(2 * TICKET_BYTES * len(parts)), "split-K parts barrier", "store")
-        yield from self.timed(self.env.timeout(2 * self.hw.l2_latency_ns), "split-K parts barrier (poll)", "store")
+        yield from self.timed(self.ticket(tickets * TICKET_BYTES * len(parts)), "split-K parts barrier", "store")
+        yield from self.timed(self.env.timeout(tickets * self.hw.l2_latency_ns), "split-K parts barrier (poll)", "store")
         share = (self.split - 1) / self.split
         ev = self.mem.load(gran, int(part_bytes * share * len(parts)), self.sms, self.convert_port)
         yield from self.timed(ev, "read slices (share)", "store")
