@@ -97,7 +97,9 @@ GEMM_SPLIT_SHARED_MIN_BYTES = 32768
 # its partial that it sums itself (it reads that share from its SMEM; 1/split of the slice stores), and the parts'
 # barrier is one atomicInc per part on a ticket that counts arrivals through epochs (parts x 65536 arrivals, then
 # it wraps) instead of an atomicAdd, the poll and a second atomicAdd whose last part re-zeroed the ticket: one L2
-# round trip less on every part's path to its sum. False: the store of the whole partial and the re-zeroed ticket.
+# round trip less on every part's path to its sum; and each thread loads its float4s of the share from every other
+# slice in one round trip where that keeps 16 float4s or fewer in flight (`split_sum_batch`). False: the store of the
+# whole partial, the re-zeroed ticket and 8 / (split - 1) positions per round trip.
 GEMM_SPLIT_LEAN = False
 # float4s of the fp32 sum each thread of a split's last contributor loads before it stores any, in the
 # convert after the ticket (all templates): one L2 round trip per batch; 1 = one per float4 (before)
@@ -436,6 +438,16 @@ def kernel_split_lean(plan: Plan, kern: Kernel) -> bool:
     """Whether a GEMM that sums its split-K parts in slices (`kernel_split_shared`) does it lean (`GEMM_SPLIT_LEAN`):
     no store of its own share, one epoch-counting atomic per part at the barrier."""
     return GEMM_SPLIT_LEAN and kernel_split_shared(plan, kern)
+
+
+def split_sum_batch(block_m: int, block_n: int, split: int, threads: int, gated: bool, lean: bool) -> int:
+    """float4 positions of its share a thread sums per L2 round trip in the slices' sum (each position one load
+    from each of the other split - 1 slices, twice gated): 8 / (split - 1), 1 from 9 parts; lean, enough for the
+    whole share in one round trip where that keeps 16 loads or fewer in flight per thread."""
+    base = 1 if split - 1 >= 8 else 8 // (split - 1)
+    one = -(-(block_m * block_n // 4) // (split * threads))
+    fits = one * (split - 1) * (2 if gated else 1) <= 16
+    return one if lean and fits and one > base else base
 
 
 # dynamic SMEM a one-block-per-SM gemm_wgmma GEMM asks for at launch: half an SM's, so that two such blocks and

@@ -189,9 +189,9 @@ def test_split_k_sums_in_slices_where_the_partial_is_large():
 
 
 def test_split_k_in_slices_lean_leaves_out_the_own_share_and_counts_epochs():
-    """GEMM_SPLIT_LEAN on: a GEMM that sums in slices skips the stores of the share it sums itself and waits at an
-    epoch-counting barrier (one atomicInc per part, no re-zeroing); a GEMM that red.adds is as before; off, the
-    source is the slices' form (no lean barrier defined)."""
+    """GEMM_SPLIT_LEAN on: a GEMM that sums in slices skips the stores of the share it sums itself, waits at an
+    epoch-counting barrier (one atomicInc per part, no re-zeroing) and sums its share in one round trip where
+    `split_sum_batch` allows; a GEMM that red.adds is as before; off, the source is the slices' form."""
     from fusesim.capability import codegen_switches, generator_switches, kernel_split_lean
 
     ch = Chain("lean", "ffn", 128, 2048, 1024, 2048, "gelu", False)
@@ -205,6 +205,7 @@ def test_split_k_in_slices_lean_leaves_out_the_own_share_and_counts_epochs():
     assert head.count("void split_parts_barrier_lean(int* ticket, int parts)") == 1 and "atomicInc(" in head
     assert g1.count("fs::split_parts_barrier_lean(tickets + tile, SPLIT);") == 1
     assert "continue;  // this part's own share" in g1 and "fs::split_parts_barrier(" not in g1
+    assert "LDS = BN + 4, CS = 3;" in g1  # 128 x 128 / 4 positions over 4 parts' 384 threads: one round trip
     assert "split_parts_barrier" not in small and "fs::red_add_f32x4(ws" in small  # red.add: unchanged
     with generator_switches({**codegen_switches(), "gemm_split_lean": False}):
         off = generate(plan).code

@@ -33,6 +33,7 @@ from fusesim.capability import (
     warp_grid,
     wgmma_gemm_smem_bytes,
     wgmma_split_rows_staged,
+    wgmma_threads,
 )
 from fusesim.plan import Kernel, Plan
 
@@ -184,6 +185,9 @@ def render_gemm_wgmma(plan: Plan, name: str, prefetch_max_bytes: int | None = No
             and kernel_split(kern, rows, cols) > 1,
             "split_shared": capability.kernel_split_shared(plan, kern),
             "split_lean": capability.kernel_split_lean(plan, kern),
+            "sum_batch": capability.split_sum_batch(t.block_m, t.block_n, kernel_split(kern, rows, cols),
+                                                    wgmma_threads(t.block_m), gated, True)
+            if capability.kernel_split_lean(plan, kern) else 0,
             "prefetch_bytes": min(d_bytes, cap) // 16 * 16 if idx == 0 else 0,
             "convert_batch": capability.CONVERT_BATCH if kernel_split(kern, rows, cols) > 1 else 1,
             "im2col": idx == 0 and capability.wgmma_im2col(ch),

@@ -427,7 +427,8 @@ class GemmCohort(Cohort):
         o_gran, o_bytes = self._tiles(self.out, [((m, n), 1) for (m, n), _c in _counts((m, n) for m, n, _s in parts)])
         yield from self.timed(self.mem.store(o_gran, o_bytes, self.sms, self.convert_port), "store " + self.out.name, "store")
         positions = -(-self.bm * max(self.bn // 4, 1) // self.split // max(self.kernel.threads, 1))
-        batch = 1 if self.split - 1 >= 8 else 8 // (self.split - 1)  # float4 positions per round trip
+        batch = capability.split_sum_batch(self.bm, self.bn, self.split, self.kernel.threads, width == 2,
+                                           self.split_lean)  # float4 positions per round trip
         floor = self.convert_floor(-(-positions // batch) * capability.CONVERT_BATCH)
         if floor is not None:
             yield from self.timed(floor, "sum shares (dependent round trips)", "store")
