@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call: split-K in slices as committed vs lean (scripts/split_lean_trial.py: final8's 48 plans with a GEMM
 # that sums in slices, both ways, two runs), then the per-block split-K timelines of S1, G5, G8, S7 both ways
-# (scripts/probe_splitk_tail.py --shared, and --shared --lean). STEPS="trial probe" (default both).
+# (scripts/probe_splitk_tail.py --shared, and --shared --lean); STEPS="trial probe" by default, "sanitize" adds
+# compute-sanitizer on the gemm_wgmma families with the lean form.
 # Prepare HERE: bash scripts/device_wheels.sh. Then: run(command="scripts/device_split_lean.sh $OUT", carry=[".whl",
 # ".fscarry"]). Files end in _h100 on an H100.
 set -uo pipefail
@@ -26,5 +27,11 @@ if [[ " $STEPS " == *" probe "* ]]; then
     timeout "${T_PROBE:-100}" python3 scripts/probe_splitk_tail.py --shared $mode \
       "$DEST/probe_splitk_tail_shared${mode:+_lean}_run2$TAG.json" S1 G5 G8 S7 2>&1 | cut -c1-330 | tail -6
   done
+fi
+if [[ " $STEPS " == *" sanitize "* ]]; then
+  echo "== $(date -u +%H:%M:%S) sanitize (lean)"
+  timeout "${T_SAN:-200}" python3 -m fusesim.gpu.sanitize --out "$DEST/sanitize_split_lean$TAG.json" --only gemm_wgmma \
+    --switches '{"gemm_split_lean": true}' --job-timeout-s 150 2>&1 | tail -8
+  python3 -c "import json,sys; [print(r['family'][:60], r['tool'], r['rc'], round(r.get('seconds', 0), 1), (r.get('summary') or [''])[-1][:80]) for r in json.load(open(sys.argv[1]))['rows']]" "$DEST/sanitize_split_lean$TAG.json"
 fi
 echo "== $(date -u +%H:%M:%S) done"
