@@ -99,8 +99,13 @@ GEMM_SPLIT_SHARED_MIN_BYTES = 32768
 # it wraps) instead of an atomicAdd, the poll and a second atomicAdd whose last part re-zeroed the ticket: one L2
 # round trip less on every part's path to its sum; and each thread loads its float4s of the share from every other
 # slice in one round trip where that keeps 16 float4s or fewer in flight (`split_sum_batch`). False: the store of the
-# whole partial, the re-zeroed ticket and 8 / (split - 1) positions per round trip.
-GEMM_SPLIT_LEAN = False
+# whole partial, the re-zeroed ticket and 8 / (split - 1) positions per round trip. On since 2026-12-07: every plan of
+# final8's lists that sums in slices (48), built both ways, all verified, took 0.935-1.001x the time lean (median
+# 0.987x; weight-streaming 0.983-1.001x, G4, G6, G9, S8 0.935-0.964x; the geometric mean of two runs,
+# results/h200/split_lean_trial_run{1,2}_h100.json, an H100); the shortlist's 27 such plans 0.979-0.997x in a whole
+# run beside one without it (final10lean / final10, benchmarks/h100.md); compute-sanitizer's memcheck, racecheck and
+# synccheck on the gemm_wgmma families clean with it (results/h200/sanitize_split_lean_h100.json)
+GEMM_SPLIT_LEAN = True
 # float4s of the fp32 sum each thread of a split's last contributor loads before it stores any, in the
 # convert after the ticket (all templates): one L2 round trip per batch; 1 = one per float4 (before)
 CONVERT_BATCH = 4

@@ -177,7 +177,8 @@ def test_split_k_sums_in_slices_where_the_partial_is_large():
     with generator_switches({"gemm_split_shared_min_bytes": 0}):
         assert not gemm_split_shared(128, 128, 4, False, 4, 1, 128)
     ch = Chain("shr", "ffn", 128, 2048, 1024, 2048, "gelu", False)
-    code = generate(unfused_wgmma(ch, 128, 128, 4, split1=4)).code  # gemm0 unsplit, gemm1 split 4
+    with generator_switches({**capability.codegen_switches(), "gemm_split_lean": False}):  # the slices' first form
+        code = generate(unfused_wgmma(ch, 128, 128, 4, split1=4)).code  # gemm0 unsplit, gemm1 split 4
     head, gemms = code.split("namespace gemm0 {")
     g0, g1 = gemms.split("namespace gemm1 {")
     assert "void split_parts_barrier(int* ticket, int parts)" in head  # defined once, for the kernels that use it
