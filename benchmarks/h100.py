@@ -90,18 +90,24 @@ BENCH_SETS["final6's 532 plans and 23 deeper-ring variants (final7's generator)"
 # not lent)
 FINAL9 = "results/h200/final9_paper_*_h100.json"
 BENCH_SETS["final8's 555 plans, gemm1 one block per SM where the rule picks it (the generator of 2026-12-07)"] = FINAL9
+# the shortlist (scripts/shortlist_plans.py) twice on one H100, 3 min apart: split-K in slices lean, then as before
+FINAL10_LEAN = "results/h200/final10lean_paper_*_h100.json"
+BENCH_SETS["the shortlist (171 of final8's plans), split-K in slices lean (GEMM_SPLIT_LEAN on)"] = FINAL10_LEAN
+FINAL10 = "results/h200/final10_paper_*_h100.json"
+BENCH_SETS["the same 171 plans, split-K in slices as before (final9's generator), minutes later"] = FINAL10
 BENCH_LABEL = {pattern: label for label, pattern in BENCH_SETS.items()}
 STREAM_LABEL = "each strategy's fastest final-run plan, all 26 cases (the stream trial's default stream)"
 MCAST_LABEL = "unfused gemm_wgmma plans, the multicast trial's control"
 WEIGHT_STREAMING = ("G5", "G8", "S1", "S2", "S3", "S4", "S5", "S6", "S7")
 # the generator of 2026-12-05 19:25-19:45 UTC, when the trials ran: today's switches, but those that came after
 # at their values from before (the TMA im2col; fused_wgmma's early producer wait, unrolled GEMM1 and relaxed
-# arrives, all 2026-12-06; the split-K slices; gemm1 one block per SM)
+# arrives, all 2026-12-06; the split-K slices; gemm1 one block per SM; the slices lean)
 LATER_SWITCHES = ("wgmma_im2col_tma", "fused_producer_early_wait", "fused_gemm1_unroll", "fused_relaxed_arrive",
-                  "gemm_split_shared_min_bytes", "gemm_solo_secondary")
+                  "gemm_split_shared_min_bytes", "gemm_solo_secondary", "gemm_split_lean")
 TRIAL_SWITCHES = {**codegen_switches(), **{s.key: s.before for s in SWITCHES if s.key in LATER_SWITCHES}}
-# the generator of the split-K slices and deeper-ring trials (2026-12-06 before 23:40 UTC): gemm1 asks for its ring only
-BEFORE_SOLO = {**codegen_switches(), "gemm_solo_secondary": False}
+# the generator of the split-K slices and deeper-ring trials (2026-12-06 before 23:40 UTC): gemm1 asks for its ring
+# only, and the slices are not lean
+BEFORE_SOLO = {**codegen_switches(), "gemm_solo_secondary": False, "gemm_split_lean": False}
 
 
 def without_mechanisms(hw: Hardware) -> Hardware:
@@ -284,6 +290,7 @@ def main() -> int:
         lines += per_gemm_section(load_hardware(ROOT / H100_CALIBRATED))
     lines += final8_section()
     lines += final9_section(sets)
+    lines += final10_section(sets)
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")
     return 0
@@ -663,6 +670,19 @@ def final8_section() -> list[str]:
     return lines + [""]
 
 
+def _rerun_ratios(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]]], before: str, after: str,
+                  picked) -> tuple[dict[str, list[float]], list[float]]:
+    """Plan by plan, the time in the run `after` over the run `before` (BENCH_SETS patterns) of every plan both
+    verified: per case those `picked(plan)` accepts (the plans a generator change rebuilt), and the rest (the
+    same kernels: the run-to-run drift)."""
+    a, b = (_verified_times(sets[BENCH_LABEL[p]]) for p in (before, after))
+    changed: dict[str, list[float]] = {}
+    drift = []
+    for key in sorted(set(a) & set(b)):
+        (changed.setdefault(key[0], []) if picked(Plan.from_dict(json.loads(key[1]))) else drift).append(b[key] / a[key])
+    return changed, drift
+
+
 def final9_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]]]) -> list[str]:
     """final9 against final8: the same plans, the generator with gemm1 one block per SM where
     `capability.gemm_solo_sm` picks it. Per case the fastest verified plan of each run; the plans the rule changes
@@ -672,14 +692,9 @@ def final9_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]]
         return []
     runs = {p: rows_of(fs, ROOT / H100) for p, fs in files.items()}
     st = {p: run_stats(rs) for p, (rs, _e) in runs.items()}
-    a, b = (_verified_times(sets[BENCH_LABEL[p]]) for p in (FINAL8, FINAL9))
-    changed: dict[str, list[float]] = {}
-    drift = []
     from solo_sm_trial import rule_changes
 
-    for key in sorted(set(a) & set(b)):
-        picked = rule_changes(Plan.from_dict(json.loads(key[1])))
-        (changed.setdefault(key[0], []) if picked else drift).append(b[key] / a[key])
+    changed, drift = _rerun_ratios(sets, FINAL8, FINAL9, rule_changes)
     every = [x for v in changed.values() for x in v]
     best8 = {r["case"]: r["ours"] for r in runs[FINAL8][0] if r.get("ours")}
     env = runs[FINAL9][1]
@@ -709,6 +724,79 @@ def final9_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]]
         span = "-" if not ch else f"{min(ch):.3f}" if len(ch) == 1 else f"{len(ch)}: {min(ch):.3f}-{max(ch):.3f}"
         lines.append(f"| {r['case']} | {best8[r['case']]:.2f} | {r['ours']:.2f} | {r['ours'] / best8[r['case']]:.3f} "
                      f"| {span} |")
+    return lines + [""]
+
+
+LEAN_TRIAL = "results/h200/split_lean_trial_run{}_h100.json"
+
+
+def final10_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]]]) -> list[str]:
+    """Split-K in slices lean (`capability.GEMM_SPLIT_LEAN`): its trial (scripts/split_lean_trial.py, two runs), then
+    the shortlist with it and without it on the same H100 minutes apart, per case the fastest verified plan of each
+    and the plans it rebuilds against the rest."""
+    trial = [json.loads((ROOT / LEAN_TRIAL.format(i)).read_text()) for i in (1, 2)
+             if (ROOT / LEAN_TRIAL.format(i)).exists()]
+    files = {p: sorted(Path(f) for f in glob.glob(str(ROOT / p))) for p in (FINAL10, FINAL10_LEAN)}
+    if len(trial) != 2 or not all(files.values()):
+        return []
+    per: dict[str, list[float]] = {}
+    ok = True
+    for a, b in zip(trial[0]["rows"], trial[1]["rows"], strict=True):
+        ok &= all(v["ok"] for r in (a, b) for v in r["verify"].values())
+        per.setdefault(a["case"], []).append(statistics.geometric_mean(r["us"]["lean"] / r["us"]["slices"]
+                                                                       for r in (a, b)))
+    every = [x for v in per.values() for x in v]
+    ws = [x for c, v in per.items() if c in WEIGHT_STREAMING for x in v]
+    small = [x for c, v in per.items() if c not in WEIGHT_STREAMING for x in v]
+    lines = ["", "## Split-K in slices, lean (`capability.GEMM_SPLIT_LEAN`)", "",
+             f"`{LEAN_TRIAL.format('{1,2}')}` (scripts/split_lean_trial.py, two runs of one device call, "
+             f"{trial[0]['gpu']}): every plan of final8's lists with a GEMM that sums its split-K parts in slices "
+             f"({len(every)}), built as before and lean (no store of a part's own share, one epoch-counting ticket per "
+             "part, the share summed in one round trip where `split_sum_batch` allows), "
+             f"{'all' if ok else 'not all'} verified. Lean over before, the geometric mean of the two runs: "
+             f"{min(every):.3f}-{max(every):.3f}x, median {statistics.median(every):.3f}x; the weight-streaming "
+             f"cases' {len(ws)} plans {min(ws):.3f}-{max(ws):.3f}x (median {statistics.median(ws):.3f}x), the "
+             f"others' {len(small)} {min(small):.3f}-{max(small):.3f}x (median {statistics.median(small):.3f}x).", "",
+             "| case | plans | lean / before |", "| --- | ---: | ---: |"]
+    lines += [f"| {c} | {len(v)} | {min(v):.3f}-{max(v):.3f} |" if len(v) > 1 else f"| {c} | 1 | {v[0]:.3f} |"
+              for c, v in sorted(per.items(), key=lambda kv: _order(kv[0]))]
+    from split_lean_trial import sums_in_slices
+
+    runs = {p: rows_of(fs, ROOT / H100) for p, fs in files.items()}
+    st = {p: run_stats(rs) for p, (rs, _e) in runs.items()}
+    changed, drift = _rerun_ratios(sets, FINAL10, FINAL10_LEAN, sums_in_slices)
+    rebuilt = [x for v in changed.values() for x in v]
+    before = {r["case"]: r for r in runs[FINAL10][0] if r.get("ours")}
+    env = {p: rs[1] for p, rs in runs.items()}  # the same machine: its GPU named once
+    outliers = "; ".join(f"{name}: " + (", ".join(f"{r['case']} {what} ({r[what]:.1f} us)" for r in runs[p][0]
+                                                  for what, other in (("eager", "graph"), ("graph", "eager"))
+                                                  if r[what] > 1.5 * r[other]) or "none")
+                         for name, p in (("lean", FINAL10_LEAN), ("before", FINAL10)))
+    lines += ["", "### The shortlist with it and without it", "",
+              f"`{FINAL10_LEAN}` then `{FINAL10}` ({env[FINAL10_LEAN].get('gpu')}, one machine, minutes apart: the "
+              "times are in the header above; `BENCH_TIMEOUT=90 "
+              "STEPS=bench PREFIX=final10lean_paper_ PLANS_PREFIX=plans_short10_ scripts/device_final2.sh $OUT`, the "
+              "same with PREFIX=final10_paper_ and the switch off): the 171 plans of results/h200/plans_short10_*.json. "
+              f"Plans verified {st[FINAL10_LEAN]['verified']}/{st[FINAL10_LEAN]['timed']} and "
+              f"{st[FINAL10]['verified']}/{st[FINAL10]['timed']}. Geomean over PyTorch eager / CUDA graphs (queued): "
+              f"lean {st[FINAL10_LEAN]['eager_x']:.3f}x / {st[FINAL10_LEAN]['graphs_x']:.3f}x, before "
+              f"{st[FINAL10]['eager_x']:.3f}x / {st[FINAL10]['graphs_x']:.3f}x (PyTorch over 1.5x its other mode's "
+              f"time, which moves these: {outliers}); floor above 10 us within 1.3x: {st[FINAL10_LEAN]['big_near']} "
+              f"and {st[FINAL10]['big_near']} of {st[FINAL10]['big']}; others under 8 us: "
+              f"{st[FINAL10_LEAN]['small_fast']} and {st[FINAL10]['small_fast']} of {st[FINAL10]['small']}.", "",
+              f"The {len(rebuilt)} plans lean rebuilds, lean / before: {min(rebuilt):.3f}-{max(rebuilt):.3f}x, median "
+              f"{statistics.median(rebuilt):.3f}x; the other {len(drift)} plans, the same kernels: median "
+              f"{statistics.median(drift):.3f}x ({_quantile(drift, 0.05):.3f}-{_quantile(drift, 0.95):.3f}x, "
+              "5th-95th percentile).", "",
+              "| case | before: best us | lean: best us | ratio | plans lean rebuilds: lean / before |",
+              "| --- | ---: | ---: | ---: | --- |"]
+    for r in runs[FINAL10_LEAN][0]:
+        if not r.get("ours") or r["case"] not in before:
+            continue
+        ch = changed.get(r["case"], [])
+        span = "-" if not ch else f"{min(ch):.3f}" if len(ch) == 1 else f"{len(ch)}: {min(ch):.3f}-{max(ch):.3f}"
+        b = before[r["case"]]["ours"]
+        lines.append(f"| {r['case']} | {b:.2f} | {r['ours']:.2f} | {r['ours'] / b:.3f} | {span} |")
     return lines + [""]
 
 

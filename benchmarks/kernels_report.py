@@ -61,9 +61,10 @@ PLANS_NOTE["final8_paper_"] = (PLANS_NOTE["final3_paper_"] + "; final6's additio
                                "(results/h200/plans_deep_ring_final7.json, scripts/deep_ring_trial.py --freeze)")
 # final8's plans with the generator that launches gemm_wgmma's second GEMM one block per SM (capability.gemm_solo_sm)
 PLANS_NOTE["final9_paper_"] = PLANS_NOTE["final8_paper_"].replace("new in this run", "new in final8")
-# final9's generator on a shortlist of final8's plans (scripts/shortlist_plans.py: within 1.10x of the case's best in
-# final8 or final9 on an H100, each strategy's best there, within 1.05x of the best in final5 on the H200)
-PLANS_NOTE["final10_paper_"] = ("per case, the plans of final8's lists (" + PLANS_NOTE["final9_paper_"]
+# a shortlist of final8's plans (scripts/shortlist_plans.py: within 1.10x of the case's best in final8 or final9 on an
+# H100, each strategy's best there, within 1.05x of the best in final5 on the H200) with final9's generator and split-K
+# in slices lean (capability.GEMM_SPLIT_LEAN); final10 was the shortlist without it, on an H100 only
+PLANS_NOTE["final11_paper_"] = ("per case, the plans of final8's lists (" + PLANS_NOTE["final9_paper_"]
                                 + ") that ran within 1.10x of the case's "
                                 "fastest in final8 or final9 (on an H100), each strategy's fastest there, and those "
                                 "within 1.05x of the case's fastest in final5 (the H200): 171 of 555, "
@@ -73,9 +74,9 @@ FIRST_RUN = "final_paper_"  # the first final run, 2026-12-04 (scripts/device_fi
 # first: final3 2026-12-06 06:08 UTC, final4 08:37 UTC (GEMM1's k-tile loop unrolled in fused_wgmma), final5 10:03 UTC
 # (fused_wgmma's cluster barrier arrives relaxed), final6 (final5's generator, its plans and 119 more), final7
 # (final6's plans, split-K in slices; an H100 only so far), final8 (final7's generator, final6's plans and 23 more;
-# an H100 only so far), final9 (final8's plans, gemm1 one block per SM where capability.gemm_solo_sm says), final10
-# (final9's generator, a shortlist of final8's plans that fits a small device budget)
-LATER_RUNS = ("final10_paper_", "final9_paper_", "final8_paper_", "final7_paper_", "final6_paper_", "final5_paper_", "final4_paper_", "final3_paper_")
+# an H100 only so far), final9 (final8's plans, gemm1 one block per SM where capability.gemm_solo_sm says), final11
+# (a shortlist of final8's plans that fits a small device budget, split-K in slices lean)
+LATER_RUNS = ("final11_paper_", "final9_paper_", "final8_paper_", "final7_paper_", "final6_paper_", "final5_paper_", "final4_paper_", "final3_paper_")
 # how each run was taken as a whole (the JSON records one bench command per workload)
 WHOLE_RUN = {
     FIRST_RUN: "`scripts/device_final.sh $OUT` with STEPS=\"bench ncu\"",
@@ -87,7 +88,7 @@ WHOLE_RUN["final6_paper_"] = ("`BENCH_TIMEOUT=300 STEPS=bench PREFIX=final6_pape
 WHOLE_RUN.update({run: (f"`BENCH_TIMEOUT=250 NCU_TIMEOUT=130 STEPS=\"bench ncu\" PREFIX={run} PLANS_PREFIX={plans} "
                         "scripts/device_final2.sh $OUT`")
                   for run, plans in (("final7_paper_", "plans_final6_"), ("final8_paper_", "plans_final8_"),
-                                     ("final9_paper_", "plans_final8_"), ("final10_paper_", "plans_short10_"))})
+                                     ("final9_paper_", "plans_final8_"), ("final11_paper_", "plans_short10_"))})
 
 
 # cases timed again after the final run, with kernels it did not have (the wgmma implicit im2col)
@@ -248,7 +249,7 @@ def h100_one_run_bullet(first: bool = True, prefix: str = "final3_paper_") -> li
 # how the run before a whole run chose its plans, where PLANS_NOTE's comparison does not say it
 PREVIOUS_RUN_WHAT = {
     "final6_paper_": "this run's plans but its additions, the same generator",
-    "final10_paper_": ("final3's lists (this run's plans are a shortlist of them with final6's and final8's additions), "
+    "final11_paper_": ("final3's lists (this run's plans are a shortlist of them with final6's and final8's additions), "
                        "the generator of its time"),
 }
 
@@ -438,6 +439,16 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = FIRST_RU
         "  its own depth 0.882-0.926x, 8 deep 0.899-0.916x; results/h200/deep_ring_per_gemm_run*_h100.json); the 26",
         "  plans of final8's lists it changes, both ways, all verified: 0.864-0.999x the time, median 0.941x",
         "  (results/h200/solo_sm_trial_run*_h100.json); none was its case's fastest in final8 (1.08-1.56x it).",
+        "- Kept after final9 (measured on an H100): split-K in slices lean (`capability.GEMM_SPLIT_LEAN`): a part does",
+        "  not store the share of its partial it sums itself, the parts' barrier is one atomicInc per part on a ticket",
+        "  that counts epochs (no second atomic, no re-zeroing), and a part sums its share in one L2 round trip where 16",
+        "  loads per thread allow. final8's 48 plans that sum in slices, both ways, twice, all verified: 0.935-1.001x",
+        "  the time (median 0.987x; weight-streaming 0.983-1.001x, G4, G6, G9, S8 0.935-0.964x;",
+        "  results/h200/split_lean_trial_run*_h100.json); per block (S1, G5, G8, S7) the last wgmma to the barrier",
+        "  0.06-0.32 us shorter, the barrier 0.15-0.19 us (S1: 0.03 longer), the sum 0.09-0.44 us (medians; results/",
+        "  h200/probe_splitk_tail_shared[_lean]_run2_h100.json); the shortlist's 27 such plans in whole runs with and",
+        "  without it on one H100: 0.979-0.997x, each weight-streaming case's best 0.979-0.998x",
+        "  (results/h200/final10lean_paper_*_h100.json against final10's).",
         "- Weight-streaming cases, unfused gemm_wgmma tile width / split-K / ring depth per GEMM and rings small",
         "  enough for gemm1 to start beside gemm0 (results/h200/wgmma_sweep_*.json, 144 plans, another run): no",
         "  variant beats the plan above by more than 0.7%. Nsight per-kernel durations of the best ones fit",
