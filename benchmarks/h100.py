@@ -648,26 +648,39 @@ def final8_section() -> list[str]:
         flag = " (eager outlier)" if r["eager"] > 1.5 * r["graph"] else ""
         lines.append(f"| {r['case']} | {b:.2f} | {r['ours']:.2f} | {r['ours'] / b:.3f} | {r['eager']:.1f} / "
                      f"{r['graph']:.1f}{flag} | {source.get(r['case'], '-')[:70]} |")
-    trial = [json.loads((ROOT / SOLO_TRIAL.format(i)).read_text()) for i in (1, 2)
-             if (ROOT / SOLO_TRIAL.format(i)).exists()]
-    if len(trial) == 2:
-        per: dict[str, list[float]] = {}
-        ok = True
-        for a, b in zip(trial[0]["rows"], trial[1]["rows"], strict=True):
-            ok &= all(v["ok"] for r in (a, b) for v in r["verify"].values())
-            per.setdefault(a["case"], []).append(statistics.mean(r["us"]["one per SM"] / r["us"]["ring smem"]
-                                                                 for r in (a, b)))
+    if (trial := _two_run_trial(SOLO_TRIAL, "one per SM", "ring smem", statistics.mean)) is not None:
+        per, ok, gpu = trial
         every = [x for v in per.values() for x in v]
         lines += ["", "### gemm1 one block per SM (`capability.gemm_solo_sm`), the same device call", "",
-                  f"`{SOLO_TRIAL.format('{1,2}')}` (scripts/solo_sm_trial.py, two runs, {trial[0]['gpu']}): every plan of "
+                  f"`{SOLO_TRIAL.format('{1,2}')}` (scripts/solo_sm_trial.py, two runs, {gpu}): every plan of "
                   f"final8's lists the rule changes ({len(every)}), gemm1 asking for its ring's SMEM and for more than "
                   f"half an SM's, {'all' if ok else 'not all'} verified; one block per SM over its ring's SMEM, the mean "
                   f"of the two runs: {min(every):.3f}-{max(every):.3f}x, median {statistics.median(every):.3f}x. The "
                   "switch (`gemm_solo_secondary`) is on since; final8 ran without it.", "",
                   "| case | plans | one block per SM / ring SMEM |", "| --- | ---: | ---: |"]
-        lines += [f"| {c} | {len(v)} | {min(v):.3f}-{max(v):.3f} |" if len(v) > 1 else f"| {c} | 1 | {v[0]:.3f} |"
-                  for c, v in sorted(per.items(), key=lambda kv: _order(kv[0]))]
+        lines += _span_rows(per)
     return lines + [""]
+
+
+def _two_run_trial(pattern: str, new: str, base: str, combine) -> tuple[dict[str, list[float]], bool, str] | None:
+    """A trial's two runs (`pattern` with {} for 1 and 2; None unless both are committed): per case, each plan's
+    variant `new` over `base`, the two runs' ratios combined by `combine`; whether every build verified in both;
+    the GPU."""
+    trial = [json.loads((ROOT / pattern.format(i)).read_text()) for i in (1, 2) if (ROOT / pattern.format(i)).exists()]
+    if len(trial) != 2:
+        return None
+    per: dict[str, list[float]] = {}
+    ok = True
+    for a, b in zip(trial[0]["rows"], trial[1]["rows"], strict=True):
+        ok &= all(v["ok"] for r in (a, b) for v in r["verify"].values())
+        per.setdefault(a["case"], []).append(combine([r["us"][new] / r["us"][base] for r in (a, b)]))
+    return per, ok, trial[0]["gpu"]
+
+
+def _span_rows(per: dict[str, list[float]]) -> list[str]:
+    """Table rows: per case (paper order) its plans and their ratios' span."""
+    return [f"| {c} | {len(v)} | {min(v):.3f}-{max(v):.3f} |" if len(v) > 1 else f"| {c} | 1 | {v[0]:.3f} |"
+            for c, v in sorted(per.items(), key=lambda kv: _order(kv[0]))]
 
 
 def _rerun_ratios(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]]], before: str, after: str,
@@ -734,23 +747,17 @@ def final10_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]
     """Split-K in slices lean (`capability.GEMM_SPLIT_LEAN`): its trial (scripts/split_lean_trial.py, two runs), then
     the shortlist with it and without it on the same H100 minutes apart, per case the fastest verified plan of each
     and the plans it rebuilds against the rest."""
-    trial = [json.loads((ROOT / LEAN_TRIAL.format(i)).read_text()) for i in (1, 2)
-             if (ROOT / LEAN_TRIAL.format(i)).exists()]
+    trial = _two_run_trial(LEAN_TRIAL, "lean", "slices", statistics.geometric_mean)
     files = {p: sorted(Path(f) for f in glob.glob(str(ROOT / p))) for p in (FINAL10, FINAL10_LEAN)}
-    if len(trial) != 2 or not all(files.values()):
+    if trial is None or not all(files.values()):
         return []
-    per: dict[str, list[float]] = {}
-    ok = True
-    for a, b in zip(trial[0]["rows"], trial[1]["rows"], strict=True):
-        ok &= all(v["ok"] for r in (a, b) for v in r["verify"].values())
-        per.setdefault(a["case"], []).append(statistics.geometric_mean(r["us"]["lean"] / r["us"]["slices"]
-                                                                       for r in (a, b)))
+    per, ok, gpu = trial
     every = [x for v in per.values() for x in v]
     ws = [x for c, v in per.items() if c in WEIGHT_STREAMING for x in v]
     small = [x for c, v in per.items() if c not in WEIGHT_STREAMING for x in v]
     lines = ["", "## Split-K in slices, lean (`capability.GEMM_SPLIT_LEAN`)", "",
              f"`{LEAN_TRIAL.format('{1,2}')}` (scripts/split_lean_trial.py, two runs of one device call, "
-             f"{trial[0]['gpu']}): every plan of final8's lists with a GEMM that sums its split-K parts in slices "
+             f"{gpu}): every plan of final8's lists with a GEMM that sums its split-K parts in slices "
              f"({len(every)}), built as before and lean (no store of a part's own share, one epoch-counting ticket per "
              "part, the share summed in one round trip where `split_sum_batch` allows), "
              f"{'all' if ok else 'not all'} verified. Lean over before, the geometric mean of the two runs: "
@@ -758,8 +765,7 @@ def final10_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]
              f"cases' {len(ws)} plans {min(ws):.3f}-{max(ws):.3f}x (median {statistics.median(ws):.3f}x), the "
              f"others' {len(small)} {min(small):.3f}-{max(small):.3f}x (median {statistics.median(small):.3f}x).", "",
              "| case | plans | lean / before |", "| --- | ---: | ---: |"]
-    lines += [f"| {c} | {len(v)} | {min(v):.3f}-{max(v):.3f} |" if len(v) > 1 else f"| {c} | 1 | {v[0]:.3f} |"
-              for c, v in sorted(per.items(), key=lambda kv: _order(kv[0]))]
+    lines += _span_rows(per)
     from split_lean_trial import sums_in_slices
 
     runs = {p: rows_of(fs, ROOT / H100) for p, fs in files.items()}
