@@ -132,7 +132,8 @@ def make_problem(ch: Chain, seed: int, reference: bool = True) -> Problem:
 
 
 def bind(kern: Loaded, prob: Problem) -> list[Any]:
-    """Pointers in fs_launch's order: A, B0, B1, D, E, C, ws, tickets (workspace zeroed once)."""
+    """Pointers in fs_launch's order: A, B0, B1, D, E, C, ws, tickets (workspace and tickets zeroed once, per kernel:
+    each launch leaves them ready for the next)."""
     import torch
 
     t = prob.tensors
