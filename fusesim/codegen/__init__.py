@@ -174,22 +174,21 @@ def render_gemm_wgmma(plan: Plan, name: str, prefetch_max_bytes: int | None = No
     for idx, kern, gated, rows, cols, depth, act in _gemms(plan):
         t = kern.tiles
         ring_bytes = wgmma_gemm_smem_bytes(t.block_m, t.block_n, kern.stages, gated)
+        split, lean = kernel_split(kern, rows, cols), capability.kernel_split_lean(plan, kern)
         gemms.append({
             "name": f"gemm{idx}", "kernel_name": f"fs_wgmma{idx}_{name}", "rows": rows, "cols": cols, "depth": depth,
             "block_m": t.block_m, "block_n": t.block_n, "block_k": t.block_k, "stages": kern.stages,
-            "split": kernel_split(kern, rows, cols), "gated": gated, "epilogue": act, "epilogue_act": act,
+            "split": split, "gated": gated, "epilogue": act, "epilogue_act": act,
             "smem_bytes": ring_bytes, "launch_smem": _launch_smem(plan, kern, idx, ring_bytes),
             "mma_asm": wgmma_asm(t.block_n), "pdl_primary": idx == 0, "pdl_secondary": pdl_secondary(plan, kern),
             "cluster": kern.cluster_size, "staged_store": capability.GEMM_STAGED_STORE,
             "staged_red": wgmma_split_rows_staged(t.block_m, t.block_n, kern.stages, gated)
-            and kernel_split(kern, rows, cols) > 1,
-            "split_shared": capability.kernel_split_shared(plan, kern),
-            "split_lean": capability.kernel_split_lean(plan, kern),
-            "sum_batch": capability.split_sum_batch(t.block_m, t.block_n, kernel_split(kern, rows, cols),
-                                                    wgmma_threads(t.block_m), gated, True)
-            if capability.kernel_split_lean(plan, kern) else 0,
+            and split > 1,
+            "split_shared": capability.kernel_split_shared(plan, kern), "split_lean": lean,
+            "sum_batch": capability.split_sum_batch(t.block_m, t.block_n, split, wgmma_threads(t.block_m), gated, lean)
+            if lean else 0,  # rendered only lean (no batch for a GEMM without split-K)
             "prefetch_bytes": min(d_bytes, cap) // 16 * 16 if idx == 0 else 0,
-            "convert_batch": capability.CONVERT_BATCH if kernel_split(kern, rows, cols) > 1 else 1,
+            "convert_batch": capability.CONVERT_BATCH if split > 1 else 1,
             "im2col": idx == 0 and capability.wgmma_im2col(ch),
             "im2col_tma": idx == 0 and capability.wgmma_im2col_tma(ch),
         })
