@@ -31,11 +31,14 @@ def _key(plan: dict[str, Any]) -> str:
 
 
 def _verified(bench: Path) -> dict[str, list[tuple[float, str, str]]]:
-    """Per case of a bench JSON: (queued median us, plan key, strategy) of its verified plans."""
+    """Per case of a bench JSON: (queued median us, plan key, strategy) of its verified plans (as
+    fusesim.report.measured reads them; PyTorch's times carry no plan)."""
+    from fusesim.report.measured import load_measured
+
     out: dict[str, list[tuple[float, str, str]]] = {}
-    for c in json.loads(bench.read_text())["cases"]:
-        out[c["case"]] = [(r["time"]["queued_median_us"], _key(r["plan"]), r["strategy"]) for r in c["plans"]
-                          if (r.get("verify") or {}).get("ok") and r.get("time")]
+    for m in load_measured(bench).items:
+        if m.plan_dict is not None:
+            out.setdefault(m.case, []).append((m.time_us, _key(m.plan_dict), m.strategy))
     return out
 
 
