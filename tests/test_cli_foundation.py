@@ -85,3 +85,19 @@ def test_missing_file_exit_2() -> None:
 def test_unknown_subcommand_exit_2() -> None:
     r = cli("frobnicate")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_bench_plans_file_checked_before_any_build(tmp_path: Path) -> None:
+    """`bench --plans file:X`: a missing or malformed plans file, or an unknown source, is one line, exit 2 and no
+    result file -- before torch is imported or a kernel is built (so this runs on a machine with neither)."""
+    (tmp_path / "bad.json").write_text('{"G1": [')
+    (tmp_path / "list.json").write_text("[]")
+    out = tmp_path / "r.json"
+    base = ("bench", "workloads/paper_gemm_chains.yaml", "--hw", "hw_configs/h200.yaml", "--out", str(out))
+    for plans, says in ((f"file:{tmp_path / 'nope.json'}", "nope.json: no such file"),
+                        (f"file:{tmp_path / 'bad.json'}", "bad.json: JSON syntax error"),
+                        (f"file:{tmp_path / 'list.json'}", "list.json: top level must be a mapping"),
+                        ("planer", "field --plans")):
+        r = cli(*base, "--plans", plans)
+        assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert not out.exists()

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from fusesim.commands.common import add_format, hardware_arg, table, workload_arg
-from fusesim.yamlio import atomic_write
+from fusesim.errors import InputError
+from fusesim.yamlio import atomic_write, read_mapping
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -70,6 +71,10 @@ def run(args: argparse.Namespace) -> int:
     wl = workload_arg(args.workload)
     cases = wl.select(args.case)
     hw = hardware_arg(args.hw)
+    if args.plans.startswith("file:"):
+        read_mapping(args.plans[5:])  # missing or malformed: one line, exit 2, before any build or launch
+    elif args.plans not in ("planner", "hand", "both"):
+        raise InputError(None, "--plans", f"{args.plans!r}: expected planner, hand, both or file:PLANS.json")
     strategies = ("unfused", "smem", "dsm") if args.strategy == "all" else (args.strategy,)
     out = Path(args.out)
     work = Path(args.work) if args.work else out.parent / ".bench_work"
