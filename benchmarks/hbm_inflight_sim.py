@@ -5,17 +5,17 @@ in flight over a cold buffer. Prints simulated GB/s and latency per load next to
     python benchmarks/hbm_inflight_sim.py
 """
 
-import json
 from pathlib import Path
 
 import simpy
 
 from fusesim.hardware import load_hardware
 from fusesim.sim.memory import MemorySystem
+from fusesim.stored import read_json
 
 ROOT = Path(__file__).resolve().parents[1]
 hw = load_hardware(ROOT / "hw_configs" / "h200_calibrated.yaml")
-raw = json.loads((ROOT / "results" / "h200" / "calibration_hbm_inflight.json").read_text())
+raw = read_json(ROOT / "results" / "h200" / "calibration_hbm_inflight.json")
 measured = {c["sms"]: c for c in raw["groups"]["hbm_inflight"]["cases"] if c["blocks_per_sm"] == 1}
 print("| SMs | simulated GB/s | measured GB/s | simulated ns per load | measured ns |")
 print("| --- | --- | --- | --- | --- |")

@@ -17,13 +17,13 @@ computed quantities are ratios, FLOP/s and bytes over the measured times, and th
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 from fusesim.capability import SWITCHES, recorded_switches
 from fusesim.hardware import load_hardware
+from fusesim.stored import exists, glob_json, read_json
 from fusesim.workload import Chain
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,7 +135,7 @@ def rows_of(paths: list[Path], hw_path: Path) -> tuple[list[dict[str, Any]], dic
     out = []
     env: dict[str, Any] = {}
     for path in paths:
-        doc = json.loads(path.read_text())
+        doc = read_json(path)
         env = env or doc["env"]
         for c in doc["cases"]:
             ch = Chain.from_dict(c["chain"])
@@ -168,9 +168,9 @@ def rows_of(paths: list[Path], hw_path: Path) -> tuple[list[dict[str, Any]], dic
 def one_element_us(path: str = "results/h200/probe_small_and_dsm.json") -> float | None:
     """The fastest one-element PyTorch kernel after an L2 flush in the probe (queued, us); None without it."""
     f = Path(path)
-    if not f.exists():
+    if not exists(f):
         return None
-    ts = [r["cold_queued_us"] for r in json.loads(f.read_text()).get("small", [])
+    ts = [r["cold_queued_us"] for r in read_json(f).get("small", [])
           if r.get("what", "").startswith("torch add, 1 element") and r.get("cold_queued_us")]
     return min(ts) if ts else None
 
@@ -181,7 +181,7 @@ def h100_stream_speedups(path: Path = Path("results/h200/stream_trial_h100.json"
     import statistics
 
     eager, graphs = [], []
-    for row in json.loads(Path(path).read_text())["rows"]:
+    for row in read_json(path)["rows"]:
         runs = row["runs"]["default"]
         ours = min(statistics.median(run["ours"][i][0] for run in runs) for i in range(len(row["plans"])))
         eager.append(statistics.median(run["eager"] for run in runs) / ours)
@@ -216,7 +216,7 @@ SWITCH_WHAT = {"fused_producer_early_wait": "fused_wgmma's producer early wait (
 
 def run_switches(path: Path) -> dict[str, bool | int]:
     """The generator switches a bench file's kernels were built with, as its "codegen" block records them."""
-    return recorded_switches(json.loads(path.read_text()).get("codegen"))
+    return recorded_switches(read_json(path).get("codegen"))
 
 
 def switches_lacking(path: Path, than: Path) -> list[str]:
@@ -231,7 +231,7 @@ def h100_one_run_bullet(first: bool = True, prefix: str = "final3_paper_") -> li
     first final run, whose kernels it postdates, else under the H200's later run `prefix`, with the switches its
     kernels differ in as the two runs' "codegen" blocks record them (`switches_lacking`)."""
     files = [ROOT / H100_ONE_RUN.format(wl) for wl in WORKLOADS]
-    if not all(f.exists() for f in files):
+    if not all(exists(f) for f in files):
         return []
     rs, env = rows_of(files, ROOT / "hw_configs" / "h100_sxm.yaml")
     st = run_stats(rs)
@@ -259,7 +259,7 @@ def previous_whole_run_bullet(prefix: str) -> list[str]:
     if prefix not in LATER_RUNS:
         return []
     earlier = [run for run in LATER_RUNS[LATER_RUNS.index(prefix) + 1:]  # the newest one run on an H200
-               if all((ROOT / "results" / "h200" / f"{run}{wl}.json").exists() for wl in WORKLOADS)]
+               if all(exists(ROOT / "results" / "h200" / f"{run}{wl}.json") for wl in WORKLOADS)]
     if not earlier:
         return []
     prev = earlier[0]
@@ -608,14 +608,14 @@ def render_later(final: list[dict[str, Any]], runs: list[tuple[list[dict[str, An
 def recheck_rows(name: str) -> dict[str, dict[str, Any]]:
     """Per case, the rows of a recheck run's file in results/h200/ (PyTorch measured again), {} if absent."""
     path = ROOT / "results" / "h200" / name
-    return {r["case"]: r for r in rows_of([path], ROOT / "hw_configs" / "h200.yaml")[0]} if path.exists() else {}
+    return {r["case"]: r for r in rows_of([path], ROOT / "hw_configs" / "h200.yaml")[0]} if exists(path) else {}
 
 
 def default_prefix(results: Path) -> str:
     """The newest whole run of LATER_RUNS whose three H200 files are committed (an H100's end in _h100 and do
     not count), else the first final run."""
     for run in LATER_RUNS:
-        if all((results / f"{run}{wl}.json").exists() for wl in WORKLOADS):
+        if all(exists(results / f"{run}{wl}.json") for wl in WORKLOADS):
             return run
     return FIRST_RUN
 
@@ -632,7 +632,7 @@ def main(argv: list[str] | None = None) -> int:
     rs, env = rows(Path(args.results), Path(args.hw), args.prefix)
     runs = []
     for spec in LATER:
-        later_files = sorted(Path(args.results).glob(spec[0]))
+        later_files = glob_json(Path(args.results) / spec[0])
         runs.append((*(rows_of(later_files, Path(args.hw)) if later_files else ([], {})), spec))
     if args.prefix == FIRST_RUN:
         text = render(rs, env, args.prefix) + render_later(rs, runs)

@@ -18,7 +18,6 @@ No parameter is fitted per case: every number comes from the hardware YAML.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from fusesim.commands.common import table  # noqa: E402
 from fusesim.hardware import load_hardware  # noqa: E402
+from fusesim.stored import read_json  # noqa: E402
 from fusesim.workload import Chain, load_workload  # noqa: E402
 from fusesim.yamlio import parse_scalar  # noqa: E402
 
@@ -82,7 +82,7 @@ def print_suite(rows, hw, targets: tuple[float, float] = (2.0, 60.0)) -> None:
 def against(path: Path, hw, rows) -> None:
     from fusesim.sim.baseline import simulate_torch_chain
 
-    data = json.loads(path.read_text())
+    data = read_json(path)
     measured = {c["case"]: c for c in data["cases"]}
     out = []
     errs_plan, errs_torch = [], []

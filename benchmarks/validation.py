@@ -22,6 +22,7 @@ from pathlib import Path
 from fusesim import capability
 from fusesim.hardware import Hardware, load_hardware
 from fusesim.plan import Plan
+from fusesim.stored import exists, glob_json, read_json
 from fusesim.validate import FIT, SCORE, Row, fit_globals, join, predicted_best, split_rows, summarize
 from fusesim.yamlio import atomic_write
 
@@ -249,8 +250,8 @@ def _bench_run(pattern: str) -> tuple[str, bool, dict[tuple[str, str], float]]:
     im2col copy (no `im2col_rows_hoisted` in its `codegen` block), and PyTorch's eager and CUDA-graph
     queued medians per case."""
     dates, per_copy, torch = [], False, {}
-    for f in sorted(ROOT.glob(pattern)):
-        d = json.loads(f.read_text())
+    for f in sorted(glob_json(ROOT / pattern)):
+        d = read_json(f)
         dates.append(d.get("env", {}).get("date_utc", "?"))
         per_copy |= not (d.get("codegen") or {}).get("im2col_rows_hoisted", False)
         for c in d["cases"]:
@@ -278,8 +279,8 @@ def launch_measurements(files: tuple[str, ...] = FINAL_LAUNCH) -> list[dict[str,
     got = []
     for f in files:
         path = ROOT / f
-        if path.exists():
-            values = derive(json.loads(path.read_text())).values
+        if exists(path):
+            values = derive(read_json(path)).values
             if all(k in values for k in LAUNCH_FIELDS):
                 got.append({k: float(values[k]) for k in LAUNCH_FIELDS})
     return got
@@ -304,7 +305,7 @@ def own_machine_lines(hw: Hardware) -> list[str]:
     if got is None:
         return []
     own, how = got
-    rows = join(sorted(str(p) for p in ROOT.glob(HELD_OUT_FINAL)), own)
+    rows = join(sorted(str(p) for p in glob_json(ROOT / HELD_OUT_FINAL)), own)
     lines = ["## The final run on its own machine's launch costs", "",
              f"The same {len(rows)} kernels simulated with launch_overhead_us and kernel_gap_us {how}; every other value as "
              "committed.", "",
@@ -566,8 +567,8 @@ def final_run_section(rows: list[Row]) -> list[str]:
 def _sources(pattern: str) -> dict[tuple[str, str], str]:
     """(case, plan JSON) -> why the bench listed the plan (its `source`)."""
     out = {}
-    for f in sorted(ROOT.glob(pattern)):
-        for c in json.loads(f.read_text())["cases"]:
+    for f in sorted(glob_json(ROOT / pattern)):
+        for c in read_json(f)["cases"]:
             for r in c.get("plans", []):
                 if r.get("plan"):
                     out[(c["case"], Plan.from_dict(r["plan"]).to_json())] = r.get("source", "")
@@ -621,7 +622,7 @@ def im2col_lag_lines(rows: list[Row], hw: Hardware) -> list[str]:
     """What the im2col producer's lagged arrival, its reaction and its per-job work do to these kernels: the
     same rows simulated without them, with the lag alone and with the values fitted before the producer was
     probed, next to `rows` (as committed, on `hw`); then the probe's stage-by-stage comparison."""
-    files = sorted(str(p) for p in ROOT.glob(WGMMA_IM2COL))
+    files = sorted(str(p) for p in glob_json(ROOT / WGMMA_IM2COL))
     tma_thread = hw.model_copy(update={"wgmma_im2col_react_ns": None, "wgmma_im2col_arrive_ns": None})
     with _im2col_lag_off():
         neither = join(files, tma_thread)
@@ -661,7 +662,7 @@ def unfused_im2col_probe_lines(rows: list[Row], hw: Hardware) -> list[str]:
     same point (its gemm0 start less kernel_start_us), and what each leaves outside the kernels; `rows`: the
     wgmma im2col run joined (their measured queued times)."""
     path = ROOT / "results" / "h200" / "probe_wgmma_im2col.json"
-    if not path.exists():
+    if not exists(path):
         return []
     from fusesim.sim import simulate
 
@@ -673,7 +674,7 @@ def unfused_im2col_probe_lines(rows: list[Row], hw: Hardware) -> list[str]:
              "| plan | gemm0 ends, GPU / sim us | gemm1 ends, GPU / sim us | outside, GPU / sim us | queued / simulated us |",
              "| --- | --- | --- | --- | --- |"]
     inside, outside, tails = [], [], []
-    for pick, p in json.loads(path.read_text())["cases"].items():
+    for pick, p in read_json(path)["cases"].items():
         plan = Plan.from_dict(p["plan"])
         q = queued.get(plan.to_json())
         if q is None:
@@ -705,7 +706,7 @@ def im2col_probe_lines() -> list[str]:
     import sys
 
     path = ROOT / "results" / "h200" / "probe_fused_wgmma_im2col.json"
-    if not path.exists():
+    if not exists(path):
         return []
     sys.path.insert(0, str(ROOT / "scripts"))
     probe = importlib.import_module("probe_fused_wgmma_stages")
@@ -714,7 +715,7 @@ def im2col_probe_lines() -> list[str]:
              "block's end, the simulator's from its last stage's start to the kernel's end):", "",
              "| plan | time us, GPU / sim | GEMM0 ns per stage | tail us | GPU: last wgmma -> block barrier us |",
              "| --- | --- | --- | --- | --- |"]
-    data = json.loads(path.read_text())
+    data = read_json(path)
     probed = data["plans"]
     stage_err, tail_gap = [], []
     for pick, p in probed.items():
@@ -728,8 +729,8 @@ def im2col_probe_lines() -> list[str]:
     longer = [g for g in short if g > 0] or [0.0]
     bsync = [p["median_rep"]["tail_block_sync"] for p in probed.values()]
     tma_path = ROOT / "results" / "h200" / "probe_fused_wgmma_tail.json"
-    tma = [p["median_rep"]["tail_block_sync"] for p in json.loads(tma_path.read_text())["plans"].values()
-           if "tail_block_sync" in p["median_rep"]] if tma_path.exists() else []
+    tma = [p["median_rep"]["tail_block_sync"] for p in read_json(tma_path)["plans"].values()
+           if "tail_block_sync" in p["median_rep"]] if exists(tma_path) else []
     tma_text = f"{min(tma):.1f}-{max(tma):.1f} us" if tma else "not probed"
     return lines + ["", f"GEMM0's stages: the simulator's per-stage time is {100 * min(stage_err):+.0f} to "
                     f"{100 * max(stage_err):+.0f}% of the GPU's (median {100 * statistics.median(stage_err):+.0f}%). "
@@ -748,7 +749,7 @@ def im2col_probe_lines() -> list[str]:
 def _trial(name: str) -> dict | None:
     """A trial file of results/h200 (scripts/*_trial.py), or None when it is not there."""
     path = ROOT / "results" / "h200" / name
-    return json.loads(path.read_text()) if path.exists() else None
+    return read_json(path) if exists(path) else None
 
 
 def _on_off(trial: dict, variants: tuple[str, str]) -> list[float]:
@@ -865,11 +866,11 @@ def estage_lines(hw: Hardware) -> list[str]:
               f"simulated {_quartiles(sim_ratios)}.{h100_text}", ""]
     frag_path, staged_path = (ROOT / "results" / "h200" / f for f in ("probe_fused_wgmma_im2col.json",
                                                                       "probe_estage_h200.json"))
-    if not (frag_path.exists() and staged_path.exists()):
+    if not (exists(frag_path) and exists(staged_path)):
         return lines
     sys.path.insert(0, str(ROOT / "scripts"))
     probe = importlib.import_module("probe_fused_wgmma_stages")
-    frag, staged = json.loads(frag_path.read_text()), json.loads(staged_path.read_text())
+    frag, staged = read_json(frag_path), read_json(staged_path)
     lines += ["The probed tails (median block, us from GEMM1's last stage full; `scripts/probe_fused_wgmma_stages.py`): "
               f"fragments on the {frag['gpu']} (results/h200/probe_fused_wgmma_im2col.json), staged on the "
               f"{staged['gpu']} (results/h200/probe_estage_h200.json; results/h200/probe_estage.json has the same on an "
@@ -913,7 +914,7 @@ def _estage_bytes_line(rows: list[Row]) -> list[str]:
     within, n = _fused_dram_within_5pct(rows)
     worst = max((e for e, _ in _fused_counter_errors(rows, "dram")), default=0.0)
     dsm = _fused_counter_errors(rows, "dsm")
-    listed = json.loads((ROOT / "results" / "h200" / "plans_estage.json").read_text())
+    listed = read_json(ROOT / "results" / "h200" / "plans_estage.json")
     twice = sum(len(rs) - len({json.dumps(r["plan"], sort_keys=True) for r in rs}) for rs in listed.values())
     return [f"DRAM bytes within 5% of Nsight Compute for {within} of {n} fused kernels (max {100 * worst:.1f}%); DSM "
             f"bytes exact for {sum(e == 0 for e, _ in dsm)} of {len(dsm)}. The plan list names {twice} plans twice (a "
@@ -938,7 +939,7 @@ IM2COL_ARRIVE_TRIALS = (None, 100.0, 150.0, 200.0, 225.0, 250.0, 275.0, 300.0, 4
 def fit_im2col_section(hw: Hardware) -> list[str]:
     """wgmma_im2col_arrive_ns searched on the fit half (C5, C7) of the wgmma im2col run, the only kernels it
     touches; criterion: the fit half's MAPE over all its kernels."""
-    files = sorted(str(p) for p in ROOT.glob(WGMMA_IM2COL))
+    files = sorted(str(p) for p in glob_json(ROOT / WGMMA_IM2COL))
     lines = ["## Cross-check of the im2col producer's measured work per job (fit half of the wgmma im2col run, "
              "`--fit-im2col`)", "", "wgmma_im2col_arrive_ns is measured (288 ns); this search over the fit half, with the "
              "measured reaction, shows what a fit would choose instead.", "",
@@ -1068,11 +1069,11 @@ def evict_first_cap_lines(hw: Hardware, final_rows: list[Row]) -> list[str]:
     `final_rows`: the final run already joined on `hw`."""
     from fusesim.calibrate.derive import half_miss_bytes, reuse_misses
 
-    raw = json.loads((ROOT / "results" / "h200" / "calibration_l2.json").read_text())
+    raw = read_json(ROOT / "results" / "h200" / "calibration_l2.json")
     cap = half_miss_bytes(reuse_misses(raw).get("tma_evict_first", []))
     if cap is None:
         return []
-    files = sorted(str(p) for p in ROOT.glob(HELD_OUT_FINAL))
+    files = sorted(str(p) for p in glob_json(ROOT / HELD_OUT_FINAL))
     base = _fused_dram_within_5pct(final_rows)
     capped = _fused_dram_within_5pct(join(files, hw.model_copy(update={"l2_evict_first_bytes": int(cap)})))
     return [f"The TMA evict_first retention calibrate measured (a second read of {cap / 2**20:.1f} MiB of "
@@ -1092,7 +1093,7 @@ def fit_wgmma_section(hw: Hardware) -> list[str]:
     final run's kernels (the only fused_wgmma measurements): cluster_barrier_skew_ns x tma_refill_ns.
     The criterion is the fit half's MAPE over all its kernels. The committed skew is the per-block
     timelines' measurement; this search is its cross-check."""
-    files = sorted(str(p) for p in ROOT.glob(HELD_OUT_FINAL))
+    files = sorted(str(p) for p in glob_json(ROOT / HELD_OUT_FINAL))
     lines = ["## Fit of the cluster-barrier skew and the TMA refill (fit half of the final run only, `--fit-wgmma`)", "",
              f"On `{CONFIGS[0]}` with every other value as committed, the two values searched together; MAPE over "
              "the fit half's kernels (all families; the criterion) and over its kernels with clusters of 2 or more. "

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import glob
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -24,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from fusesim.hardware import load_hardware  # noqa: E402
+from fusesim.stored import glob_json, read_json  # noqa: E402
 from fusesim.validate import FIT, SCORE, VERDICT_TIE, Verdict, case_split, fusion_verdicts  # noqa: E402
 
 FINAL = "results/h200/final_paper_*.json"
@@ -58,13 +57,13 @@ CONFIGS = (("hw_configs/h200_calibrated.yaml", "simulated"), ("hw_configs/h200_c
 
 
 def files(pattern: str) -> list[str]:
-    return sorted(glob.glob(str(ROOT / pattern)))
+    return [str(p) for p in glob_json(ROOT / pattern)]
 
 
 def gpu_of(pattern: str) -> str:
     """The GPU a bench run recorded (its first file's `env`)."""
     fs = files(pattern)
-    return json.loads(Path(fs[0]).read_text()).get("env", {}).get("gpu", "unknown GPU") if fs else "unknown GPU"
+    return read_json(fs[0]).get("env", {}).get("gpu", "unknown GPU") if fs else "unknown GPU"
 
 
 def score(verdicts: list[Verdict]) -> str:

@@ -27,6 +27,7 @@ from fusesim.errors import InputError
 from fusesim.hardware import Hardware
 from fusesim.plan import Plan
 from fusesim.planner.search import simulated_rank
+from fusesim.stored import read_json
 
 # measured counter -> simulator byte keys summed (report.measured reads ncu's dram read+write as one)
 COUNTERS = {
@@ -240,14 +241,13 @@ class Verdict:
 def fusion_verdicts(bench_files: Sequence[str | Path], hw: Hardware, rank: str = "simulated") -> list[Verdict]:
     """Per case of `fusesim bench` files (one run): the measured and the planner's fusion verdict, the
     planner's kernels simulated as the generator the run recorded built them."""
-    import json
 
     from fusesim.commands.bench import best_rows
     from fusesim.workload import Chain
 
     out = []
     for f in bench_files:
-        data = json.loads(Path(f).read_text())
+        data = read_json(f)
         cases = data.get("cases", [])
         with generator_switches(data.get("codegen") or FRAGMENT_EPILOGUE):
             for c, best in zip(cases, best_rows(cases), strict=True):

@@ -10,16 +10,18 @@ from typing import Any
 import yaml
 
 from fusesim.errors import InputError
+from fusesim.stored import on_disk, read_text
 
 
 def read_mapping(path: str | Path) -> dict[str, Any]:
     """Load a YAML (or JSON) file whose top level must be a mapping."""
     p = Path(path)
-    if not p.is_file():
+    found = on_disk(p)  # a committed result may be stored packed (fusesim.stored)
+    if found is None:
         raise InputError(str(path), None, "no such file")
     try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_text(found)
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise InputError(str(path), None, f"cannot read: {exc}") from None
     try:
         data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)

@@ -16,6 +16,8 @@ import json
 import sys
 from pathlib import Path
 
+from fusesim.stored import read_json
+
 FINALS = ("results/h200/final_paper_gemm_chains.json", "results/h200/final_paper_gated_ffn.json",
           "results/h200/final_paper_conv_chains.json")
 FAST = r'''
@@ -45,7 +47,7 @@ def plans() -> list[tuple[str, str, dict]]:
     """(case, why, plan dict): the case's fastest plan, and its fastest unfused wgmma plan if another."""
     out = []
     for f in FINALS:
-        for c in json.loads(Path(f).read_text())["cases"]:
+        for c in read_json(f)["cases"]:
             timed = [r for r in c["plans"] if r.get("plan") and (r.get("time") or {}).get("queued_median_us")]
             chain = timed[0]["plan"]["chain"] if timed else {}
             if not timed or (chain["activation"] in ("relu", "none") and not chain.get("gated")):

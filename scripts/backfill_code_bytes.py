@@ -17,10 +17,11 @@ from fusesim.codegen import CannotBuild, generate
 from fusesim.codegen.binary import code_bytes
 from fusesim.codegen.build import artifact_path
 from fusesim.plan import Plan
+from fusesim.stored import read_json
 
 
 def backfill(path: Path) -> tuple[int, int]:
-    doc = json.loads(path.read_text())
+    doc = read_json(path)
     found = missing = 0
     for case in doc.get("cases", []):
         for row in case.get("plans", []):

@@ -13,13 +13,14 @@ import sys
 from pathlib import Path
 
 from fusesim.gpu.ncu import METRICS, _summed, first_launch_of_each
+from fusesim.stored import read_json
 
 NOTE = ("re-summed over the first launch of each kernel by scripts/backfill_ncu_dedupe.py: the plan was listed "
         "twice and `--all` had launched and summed it once per row")
 
 
 def repair(path: Path) -> int:
-    doc = json.loads(path.read_text())
+    doc = read_json(path)
     fixed = 0
     for case in doc.get("cases", []):
         for row in case.get("plans", []):

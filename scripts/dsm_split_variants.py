@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import glob
 
 from wgmma_variants import FINALS, SM_SMEM_BYTES, base_plans, buildable_unique, write_plans
 
 from fusesim.capability import WGMMA_BLOCK_N, can_build, kernel_split, wgmma_gemm_smem_bytes, wgmma_threads
 from fusesim.plan import Kernel, Plan, Tiles
+from fusesim.stored import glob_json
 
 # H200, cudaOccupancyMaxActiveClusters (hw_configs/h200_calibrated.yaml, gpc_sm_counts provenance):
 # clusters co-resident with 1 and 2 blocks per SM
@@ -114,7 +114,7 @@ def main() -> int:
                     help="the run whose fastest unfused wgmma plan per case is the control (default: the first final run)")
     ap.add_argument("--cases", default=",".join(SMALL_CASES), help="with --small: the cases (comma-separated)")
     args = ap.parse_args()
-    finals = tuple(sorted(glob.glob(args.finals))) if args.finals else None
+    finals = tuple(sorted(glob_json(args.finals))) if args.finals else None
     if args.finals and not finals:
         raise SystemExit(f"--finals {args.finals}: no such files")
     if args.small:

@@ -26,6 +26,7 @@ from fusesim.codegen.handplans import fused_wgmma_candidates
 from fusesim.gpu.bench import select_plans
 from fusesim.hardware import load_hardware
 from fusesim.plan import Plan
+from fusesim.stored import read_json
 from fusesim.workload import load_workload
 
 WORKLOADS = ("gemm_chains", "gated_ffn", "conv_chains")
@@ -35,7 +36,7 @@ def _previous_best(files: list[str]) -> dict[str, list[Plan]]:
     """Per case, the fastest verified plan per (strategy, instruction) of earlier bench JSONs."""
     best: dict[tuple[str, str, str], tuple[float, Plan]] = {}
     for f in files:
-        for c in json.loads(Path(f).read_text())["cases"]:
+        for c in read_json(f)["cases"]:
             for r in c.get("plans", []):
                 t = (r.get("time") or {}).get("queued_median_us")
                 if not r.get("plan") or not (r.get("verify") or {}).get("ok") or t is None:
@@ -60,11 +61,11 @@ def extend(out_dir: str, files: list[str], into: str | None = None) -> int:
     the lists a whole run times (WHOLE_RUN) stay as they are and the extended ones go to `into`<workload>.json."""
     extra: dict[str, list[dict[str, Any]]] = {}
     for f in files:
-        for case, rows in json.loads(Path(f).read_text()).items():
+        for case, rows in read_json(f).items():
             extra.setdefault(case, []).extend(rows)
     for wl in WORKLOADS:
         path = Path(out_dir) / (WHOLE_RUN[wl] if into else f"plans_final_{wl}.json")
-        frozen: dict[str, list[dict[str, Any]]] = json.loads(path.read_text())
+        frozen: dict[str, list[dict[str, Any]]] = read_json(path)
         path = Path(out_dir) / f"{into}{wl}.json" if into else path
         added = 0
         for case, rows in frozen.items():

@@ -18,7 +18,6 @@ median), for `scripts/freeze_final_plans.py --extend`.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from sim_search import WORKLOADS, measured_final
 from fusesim.codegen.handplans import fused_wgmma_candidates
 from fusesim.hardware import load_hardware
 from fusesim.sim import simulate
+from fusesim.stored import glob_json, read_json
 from fusesim.workload import load_workload
 
 SMALL_FLOOR_NS = 10_000.0  # the issue's split: cases with an HBM floor above 10 us stream weights
@@ -35,12 +35,12 @@ SMALL_FLOOR_NS = 10_000.0  # the issue's split: cases with an HBM floor above 10
 
 def write_faster(pattern: str, out: str) -> int:
     """{case: [{plan, source}]} of the plans of the sweep run `pattern` matches that beat their case's control."""
-    files = sorted(glob.glob(pattern))
+    files = sorted(glob_json(pattern))
     if not files:
         raise SystemExit(f"--faster {pattern}: no such files")
     faster: dict[str, list[dict[str, Any]]] = {}
     for f in files:
-        for c in json.loads(Path(f).read_text())["cases"]:
+        for c in read_json(f)["cases"]:
             timed = [(r["time"]["queued_median_us"], r) for r in c["plans"]
                      if (r.get("verify") or {}).get("ok") and (r.get("time") or {}).get("queued_median_us")]
             control = [t for t, r in timed if r["source"].startswith("control")]

@@ -13,7 +13,6 @@ here. Written to `--out`, a bench `--plans file:` JSON; then, as scripts/device_
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from fusesim.hardware import load_hardware
 from fusesim.plan import Plan
 from fusesim.planner import plan_case
 from fusesim.report.measured import load_measured
+from fusesim.stored import glob_json
 from fusesim.workload import load_workload
 
 WORKLOADS = ("gemm_chains", "gated_ffn", "conv_chains")
@@ -34,7 +34,7 @@ def final_run(patterns: tuple[str, ...] = ("results/h200/final_paper_*.json",)
     (by default the final run); every plan they timed."""
     out: dict[tuple[str, str], tuple[float, Plan]] = {}
     timed: set[str] = set()
-    for m in load_measured(sorted(f for pat in patterns for f in glob.glob(pat))).items:
+    for m in load_measured(sorted(f for pat in patterns for f in glob_json(pat))).items:
         if m.plan_dict is None:
             continue
         p = Plan.from_dict(m.plan_dict)

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from fusesim.stored import read_json
+
 
 def run_harness(exe: Path, reps: int, seed: int) -> dict:
     r = subprocess.run([str(exe), "--json", "--reps", str(reps), "--seed", str(seed)], capture_output=True,
@@ -70,7 +72,7 @@ def main() -> int:
     rows = []
     for i, main_cu in enumerate(sorted(args.dir.glob("*_main.cu"))):
         name = main_cu.name[: -len("_main.cu")]
-        plan_doc = json.loads((args.dir / f"{name}.plan.json").read_text())
+        plan_doc = read_json(args.dir / f"{name}.plan.json")
         h = run_harness(args.dir / name, args.reps, seed=1000 + i)
         p = run_runner(args.dir / f"{name}.plan.json", args.reps, flush)
         rows.append({"kernel": name, "case": plan_doc["case_id"], "strategy": plan_doc["strategy"],

@@ -23,6 +23,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from fusesim.stored import read_json
+
 ARENA = """
 char* g_arena = nullptr;
 size_t g_arena_used = 0;
@@ -79,7 +81,7 @@ def main() -> int:
 
     names = {}
     for f in sorted(args.dir.glob("*.plan.json")):
-        case = json.loads(f.read_text())["case_id"]
+        case = read_json(f)["case_id"]
         if case in args.cases:
             names[case] = f.name[: -len(".plan.json")]
     bin_dir = args.dir / "probe_bin"

@@ -9,14 +9,13 @@ x the GEMM0 stages on each block's critical path, waves included); least squares
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-from pathlib import Path
 
 from fusesim.capability import codegen_switches, generator_switches
 from fusesim.hardware import load_hardware
 from fusesim.plan import Plan
 from fusesim.sim import simulate
+from fusesim.stored import read_json
 
 
 def unit_response_us(plan: Plan, hw) -> float:
@@ -33,7 +32,7 @@ def main() -> int:
     ap.add_argument("--hw", default="hw_configs/h200.yaml")
     args = ap.parse_args()
     hw = load_hardware(args.hw)
-    rows = json.loads(Path(args.trial).read_text())["rows"]
+    rows = read_json(args.trial)["rows"]
     pts = []
     print(f"{'case':4s} {'plan':62s} {'old us':>7s} {'new us':>7s} {'delta':>6s} {'sim/ns':>7s}")
     for r in rows:

@@ -15,9 +15,9 @@ device tool lent no GPU for it):
 
 from __future__ import annotations
 
-import glob
-
 from store_trial import fastest_distinct, switched_sources, trial_main
+
+from fusesim.stored import glob_json
 
 VARIANTS = {"cp.async": False, "TMA im2col": True}
 RUNS = ("results/h200/estage_h200_paper_conv_chains.json", "results/h200/wgmma_im2col_paper_conv_chains.json")
@@ -35,7 +35,7 @@ def sources():
     from fusesim.report.measured import load_measured
 
     by_key: dict[tuple[str, str], list[tuple[float, Plan]]] = {}
-    for m in load_measured(sorted(f for r in RUNS for f in glob.glob(r))).items:
+    for m in load_measured(sorted(f for r in RUNS for f in glob_json(r))).items:
         if m.plan_dict is None:
             continue
         plan = Plan.from_dict(m.plan_dict)

@@ -12,12 +12,13 @@ median of 50, twice). Writes JSON to OUT.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from store_trial import build_only, measure, switched_sources  # noqa: E402
+
+from fusesim.stored import read_json
 
 PLAN_FILE = "results/h200/plans_final_conv_chains.json"
 VARIANTS = {"per-copy decode": False, "rows decoded once": True}
@@ -28,7 +29,7 @@ def sources():
     from fusesim.capability import im2col_rows_hoisted
     from fusesim.plan import Plan
 
-    for case, rows in json.loads(Path(PLAN_FILE).read_text()).items():
+    for case, rows in read_json(PLAN_FILE).items():
         for r in rows:
             plan = Plan.from_dict(r.get("plan", r))
             if plan.instruction != "mma_sync" or not im2col_rows_hoisted(plan.chain, plan.tiles.block_k):

@@ -48,13 +48,12 @@ def _at_m(plan, m: int):
 
 def _measured_us() -> dict[str, float]:
     """Plan JSON -> its time in the final run (results/h200/final_paper_*.json)."""
-    import glob
-
     from fusesim.plan import Plan
     from fusesim.report.measured import load_measured
+    from fusesim.stored import glob_json
 
     return {Plan.from_dict(m.plan_dict).to_json(): m.time_us
-            for m in load_measured(sorted(glob.glob("results/h200/final_paper_*.json"))).items if m.plan_dict}
+            for m in load_measured(sorted(glob_json("results/h200/final_paper_*.json"))).items if m.plan_dict}
 
 
 def sources(per_case: str = "0"):

@@ -16,7 +16,6 @@ Usage: FUSESIM_CACHE=.fscache python3 scripts/prebuild.py --hw hw_configs/h200.y
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ from fusesim.codegen.build import stage_artifacts
 from fusesim.gpu.bench import build_all, select_plans
 from fusesim.hardware import load_hardware
 from fusesim.plan import Plan
+from fusesim.stored import read_json
 from fusesim.workload import load_workload
 
 
@@ -43,10 +43,10 @@ def main() -> int:
     ap.add_argument("--stage", help="copy the built kernels into this folder too")
     ap.add_argument("--strip", action="store_true", help="strip --strip-unneeded the staged .so files")
     args = ap.parse_args()
-    plans = [Plan.from_dict(r["plan"]) for f in args.from_bench for c in json.loads(Path(f).read_text())["cases"]
+    plans = [Plan.from_dict(r["plan"]) for f in args.from_bench for c in read_json(f)["cases"]
              for r in c.get("plans", []) if r.get("plan")]
     plans += [Plan.from_dict(d.get("plan", d)) for f in args.plans_file
-              for listed in json.loads(Path(f).read_text()).values() for d in listed]
+              for listed in read_json(f).values() for d in listed]
     if args.sanitize:
         from fusesim.gpu.sanitize import family_plans
 

@@ -9,8 +9,8 @@ ncu step of scripts/device_final2.sh ran this first at the final3 counters' run,
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
+
+from fusesim.stored import read_json
 
 
 def main() -> int:
@@ -20,7 +20,7 @@ def main() -> int:
 
     from fusesim.gpu.ncu import build_recorded
 
-    built = {r["so"] for f in args.files for _c, r in build_recorded(json.loads(Path(f).read_text()))[0]}
+    built = {r["so"] for f in args.files for _c, r in build_recorded(read_json(f))[0]}
     print(f"{len(built)} distinct kernels built or found")
     return 0
 

@@ -26,15 +26,18 @@ implicit-im2col kernel gets its producer's stamps too, see producer_lags; PROBE_
 
 from __future__ import annotations
 
-import glob
 import json
 import re
 import statistics
 import sys
 from pathlib import Path
 
+from fusesim.stored import glob_json
+
 sys.path.insert(0, str(Path(__file__).parent))
 from globaltimer_stamps import apply_marks, build_instrumented, load_verified, stamp_decl, stamped_launches  # noqa: E402
+
+from fusesim.stored import read_json
 
 MAX_JOBS = 256
 TAIL = ("last_wgmma", "block_sync", "cluster_sync", "slices_in", "summed", "reduced")
@@ -133,8 +136,8 @@ def instrument(code: str) -> str:
 
 def final_plans(pattern: str = FINAL) -> dict[str, list[dict]]:
     plans: dict[str, list[dict]] = {}
-    for f in sorted(glob.glob(pattern)):
-        for c in json.loads(Path(f).read_text())["cases"]:
+    for f in sorted(glob_json(pattern)):
+        for c in read_json(f)["cases"]:
             plans[c["case"]] = [{"plan": p["plan"], "us": p["time"]["queued_median_us"]} for p in c["plans"]]
     return plans
 
@@ -343,7 +346,7 @@ def main() -> int:
 
 def _main() -> int:
     if sys.argv[1] == "--sim":  # --sim OUT.json [HW.yaml]
-        data = json.loads(Path(sys.argv[2]).read_text())
+        data = read_json(sys.argv[2])
         hw_path = sys.argv[3] if len(sys.argv) > 3 else "hw_configs/h200_calibrated.yaml"
         print("plan     GPU / sim: time us | first data us | GEMM0 ns/stage | GEMM1 ns/stage | GEMM0 -> GEMM1 us | tail us")
         for pick, p in data["plans"].items():

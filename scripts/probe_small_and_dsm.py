@@ -30,6 +30,7 @@ from fusesim.gpu.oddshapes import _ffn
 from fusesim.hardware import load_hardware
 from fusesim.plan import ClusterShape, Plan
 from fusesim.planner import analyze
+from fusesim.stored import read_json
 
 DSM = "l1tex__m_xbar2l1tex_read_bytes_mem_dshared.sum"
 CARVEOUT = "cudaFuncAttributePreferredSharedMemoryCarveout, 100));\n  FS_CHECK(cudaFuncSetAttribute("
@@ -56,7 +57,7 @@ def small_cases(out: Path) -> list[dict[str, Any]]:
     from fusesim.gpu.timing import L2Flusher, time_fn
     from fusesim.workload import Chain
 
-    doc = json.loads(Path("results/h200/planner_paper_gemm_chains.json").read_text())
+    doc = read_json("results/h200/planner_paper_gemm_chains.json")
     flush = L2Flusher("read")
     rows = []
 

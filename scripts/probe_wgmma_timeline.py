@@ -26,6 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from globaltimer_stamps import apply_marks, build_instrumented, load_verified, stamp_decl, stamped_launches  # noqa: E402
 
+from fusesim.stored import read_json
+
 STAMP_DECL = stamp_decl("g_fs_stamp[2][4096][5]", "g_fs_stamp")
 
 
@@ -68,7 +70,7 @@ def build_only(plans_file: str, picks: list[str]) -> int:
     """nvcc the instrumented kernels here, into FUSESIM_CACHE (the device's build then finds them)."""
     from fusesim.plan import Plan
 
-    listed = json.loads(Path(plans_file).read_text())
+    listed = read_json(plans_file)
     for pick in picks:
         case, idx = pick.split(":")
         entry = listed[case][int(idx)]
@@ -98,7 +100,7 @@ def main() -> int:
 
     plans = base_plans()
     if len(sys.argv) > 2:  # PLANS_FILE CASE:INDEX ...: plans of a `bench --plans file:` list instead
-        listed = json.loads(Path(sys.argv[2]).read_text())
+        listed = read_json(sys.argv[2])
         plans = {}
         for pick in sys.argv[3:]:
             case, idx = pick.split(":")

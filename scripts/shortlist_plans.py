@@ -21,6 +21,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fusesim.stored import read_json
+
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ("gemm_chains", "gated_ffn", "conv_chains")
 STRATEGIES = ("unfused", "smem", "dsm")
@@ -67,7 +69,7 @@ def main() -> int:
     args = ap.parse_args()
     total = kept = 0
     for wl in WORKLOADS:
-        frozen = json.loads((ROOT / f"results/h200/{args.src}{wl}.json").read_text())
+        frozen = read_json(ROOT / f"results/h200/{args.src}{wl}.json")
         measured = [_verified(ROOT / p.format(wl)) for p in args.runs]
         h200 = _verified(ROOT / args.h200.format(wl)) if args.h200 else {}
         out = {}

@@ -16,7 +16,6 @@ machines is about the size of the differences in question). Runs here, no GPU:
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from fusesim.plan import Plan
 from fusesim.planner.search import simulated_rank
 from fusesim.report.measured import load_measured
 from fusesim.sim import simulate
+from fusesim.stored import glob_json
 from fusesim.workload import load_workload
 
 WORKLOADS = ("gemm_chains", "gated_ffn", "conv_chains")
@@ -37,7 +37,7 @@ def measured_final(pattern: str = "results/h200/final_paper_*.json") -> dict[str
     """Per case, (measured us, plan) of every verified kernel of the files `pattern` matches (by default the
     final run's; an H100's, named *_h100.json, left out)."""
     out: dict[str, list[tuple[float, Plan]]] = {}
-    for m in load_measured(sorted(f for f in glob.glob(pattern) if "_h100" not in f)).items:
+    for m in load_measured(sorted(f for f in glob_json(pattern) if "_h100" not in f.name)).items:
         if m.plan_dict is not None:
             out.setdefault(m.case, []).append((m.time_us, Plan.from_dict(m.plan_dict)))
     return out

@@ -16,6 +16,8 @@ import json
 import sys
 from pathlib import Path
 
+from fusesim.stored import read_json
+
 PLAN_FILES = ("results/h200/plans_final_gemm_chains.json", "results/h200/plans_final_gated_ffn.json",
               "results/h200/plans_final_conv_chains.json")
 VARIANTS = {"fragments": (False, False), "staged store": (True, False), "staged store + red": (True, True)}
@@ -30,7 +32,7 @@ def plans(want=unfused_wgmma, files: tuple[str, ...] = PLAN_FILES) -> list[tuple
     that `want` accepts (by default the unfused gemm_wgmma ones)."""
     out = []
     for f in files:
-        for case, rows in json.loads(Path(f).read_text()).items():
+        for case, rows in read_json(f).items():
             out += [(case, r.get("plan", r)) for r in rows if want(r.get("plan", r))]
     return out
 
@@ -64,13 +66,12 @@ def fastest_distinct(timed: list, n: int) -> list:
 def fastest_final_plans(keep, n: int, pattern: str = "results/h200/final_paper_*.json"):
     """(case, Plan) of each paper case's `n` fastest distinct plans of a whole run (by default the first
     final run's files) that `keep(plan)` accepts, cases in paper order, fastest first."""
-    import glob
-
     from fusesim.plan import Plan
     from fusesim.report.measured import load_measured
+    from fusesim.stored import glob_json
 
     by_case: dict[str, list] = {}
-    for m in load_measured(sorted(glob.glob(pattern))).items:
+    for m in load_measured(sorted(glob_json(pattern))).items:
         if m.plan_dict is not None and keep(plan := Plan.from_dict(m.plan_dict)):
             by_case.setdefault(m.case, []).append((m.time_us, plan))
     for case in sorted(by_case, key=lambda c: (c[0], int(c[1:]))):
@@ -94,12 +95,11 @@ def switched_sources(plan, switch: str, variants: dict) -> dict:
 def listed_sources(pattern: str, keep, switch: str, variants: dict):
     """(case, plan, {variant: Source}) of every plan that `keep(plan)` accepts in the frozen plan lists matching
     `pattern` ({case: [{"plan": ...}, ...]} files), generated with the switch `switch` set to each variant's value."""
-    import glob
-
     from fusesim.plan import Plan
+    from fusesim.stored import glob_json
 
-    for path in sorted(glob.glob(pattern)):
-        for case, rows in json.loads(Path(path).read_text()).items():
+    for path in sorted(glob_json(pattern)):
+        for case, rows in read_json(path).items():
             for row in rows:
                 plan = Plan.from_dict(row["plan"])
                 if keep(plan):

@@ -16,6 +16,8 @@ import json
 import sys
 from pathlib import Path
 
+from fusesim.stored import read_json
+
 RUNS = ("results/h200/final_paper_*.json", "results/h200/wgmma_im2col_paper_*.json",
         "results/h200/estage_h200_paper_*.json")
 
@@ -27,7 +29,7 @@ def entries() -> dict[str, list]:
     best: dict[tuple[str, str], tuple[float, Plan]] = {}
     for pattern in RUNS:
         for f in sorted(glob.glob(pattern)):
-            for c in json.loads(Path(f).read_text())["cases"]:
+            for c in read_json(f)["cases"]:
                 for r in c.get("plans", []):
                     t = (r.get("time") or {}).get("queued_median_us")
                     if t is None or not (r.get("verify") or {}).get("ok") or not r.get("plan"):

@@ -25,6 +25,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from fusesim.stored import read_json
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -38,14 +40,14 @@ def plans() -> list[tuple[str, dict]]:
     """(label, plan dict): each case's fastest verified final-run plan, then the im2col picks."""
     out = []
     for f in sorted(glob.glob(str(ROOT / FINAL))):
-        for c in json.loads(Path(f).read_text())["cases"]:
+        for c in read_json(f)["cases"]:
             ok = [p for p in c["plans"] if p.get("plan") and (p.get("verify") or {}).get("ok")]
             if ok:
                 best = min(ok, key=lambda p: p["time"]["queued_median_us"])
                 out.append((f"{c['case']} best", best["plan"]))
     im2col = {}
     for f in sorted(glob.glob(str(ROOT / IM2COL))):
-        for c in json.loads(Path(f).read_text())["cases"]:
+        for c in read_json(f)["cases"]:
             im2col[c["case"]] = [p["plan"] for p in c["plans"]]
     for pick in IM2COL_PICKS:
         case, i = pick.split(":")

@@ -28,6 +28,7 @@ from fusesim.capability import (
     wgmma_threads,
 )
 from fusesim.plan import Kernel, Plan, Tiles
+from fusesim.stored import read_json
 
 SM_COUNT = 132
 SM_SMEM_BYTES = 233472  # per SM, less 1 KiB reserved per block
@@ -39,7 +40,7 @@ def base_plans(cases: tuple[str, ...] = CASES, finals: tuple[str, ...] = FINALS)
     """Per case of `cases`, the fastest verified unfused wgmma plan of the final run's files `finals`."""
     best: dict[str, tuple[float, Plan]] = {}
     for f in finals:
-        for c in json.loads(Path(f).read_text())["cases"]:
+        for c in read_json(f)["cases"]:
             for r in c["plans"]:
                 t = (r.get("time") or {}).get("queued_median_us")
                 p = r.get("plan")

@@ -22,6 +22,7 @@ from fusesim.calibrate.derive import (
 from fusesim.calibrate.runner import match_ncu, parse_ncu_csv
 from fusesim.calibrate.writer import write_calibrated
 from fusesim.hardware import load_hardware
+from fusesim.stored import exists, read_json
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYOUT = [18, 18, 18, 18, 18, 18, 16, 8]
@@ -201,14 +202,14 @@ def test_cli_bad_from_is_exit_2(tmp_path: Path) -> None:
 
 def test_committed_calibration_converts(tmp_path: Path) -> None:
     raw_path = ROOT / "results" / "h200" / "calibration.json"
-    if not raw_path.exists():
+    if not exists(raw_path):
         pytest.skip("no committed calibration yet")
-    raw = json.loads(raw_path.read_text())
+    raw = read_json(raw_path)
     later = [ROOT / "results" / "h200" / f for f in ("calibration_l2.json", "calibration_ticket.json",
                                                      "calibration_pdl.json", "calibration_l2bulk.json",
                                                      "calibration_l2bulk_run2.json")]  # later runs
     hw, d = write_calibrated(raw, ROOT / "hw_configs" / "h200.yaml", tmp_path / "c.yaml", raw_path,
-                             [(json.loads(p.read_text()), p) for p in later])
+                             [(read_json(p), p) for p in later])
     committed = load_hardware(ROOT / "hw_configs" / "h200_calibrated.yaml")
     assert hw.model_dump() == committed.model_dump()  # the committed YAML is what the tool writes
     assert hw.l2_reuse_bytes == 44 << 20
@@ -228,7 +229,7 @@ def test_gpu_quick_calibration(tmp_path: Path) -> None:
              "--build-dir", str(tmp_path / "build"))
     assert r.returncode == 0, r.stderr[-2000:]
     hw = load_hardware(out)
-    raw = json.loads(raw_path.read_text())
+    raw = read_json(raw_path)
     assert not [g for g, v in raw["groups"].items() if "error" in v]
     assert hw.hbm_bandwidth_gbps > 1000 and hw.smem_bandwidth_gbps_per_sm > 50
 

@@ -6,7 +6,6 @@ representative plan per family and dsm_comm form, in parallel, through the sourc
 
 from __future__ import annotations
 
-import json
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,6 +27,7 @@ from fusesim.codegen.handplans import candidates, fused, representative_plans, u
 from fusesim.gpu.oddshapes import _ffn
 from fusesim.plan import ClusterShape, Plan, Tiles
 from fusesim.planner import footprint
+from fusesim.stored import glob_json, read_json
 from fusesim.workload import Chain, ConvGeom
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -520,8 +520,8 @@ def test_fused_wgmma_e_partial_swizzle_compiles_for_every_row_width(tmp_path, mo
 
     monkeypatch.setenv("FUSESIM_CACHE", str(tmp_path))
     picks: dict[str, Plan] = {}
-    for f in sorted((Path(__file__).resolve().parents[1] / "results" / "h200").glob("plans_final_*.json")):
-        for rows in json.loads(f.read_text()).values():
+    for f in glob_json(Path(__file__).resolve().parents[1] / "results" / "h200" / "plans_final_*.json"):
+        for rows in read_json(f).values():
             for r in rows:
                 plan = Plan.from_dict(r.get("plan", r))
                 if plan.instruction == "wgmma" and plan.strategy != "unfused" and plan.cluster.reduce > 1:
@@ -569,7 +569,7 @@ def test_fused_wgmma_gemm1_loop_unrolled_keeps_ptxas_from_serializing_wgmma(tmp_
     from fusesim.codegen.build import build, ptxas_perf_notes
 
     monkeypatch.setenv("FUSESIM_CACHE", str(tmp_path))
-    rows = json.loads((ROOT / "results" / "h200" / "plans_estage.json").read_text())["C1"]
+    rows = read_json(ROOT / "results" / "h200" / "plans_estage.json")["C1"]
     plan = next(Plan.from_dict(r["plan"]) for r in rows
                 if r["plan"]["strategy"] == "dsm" and r["plan"]["tiles"]["block_n"] == 128)
     srcs = {}

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from fusesim.stored import exists, read_json
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -17,7 +19,7 @@ def _report_module():
     return mod
 
 
-@pytest.mark.skipif(not (ROOT / "results" / "h200" / "final_paper_gemm_chains.json").exists(),
+@pytest.mark.skipif(not exists(ROOT / "results" / "h200" / "final_paper_gemm_chains.json"),
                     reason="no committed H200 bench results")
 def test_kernels_md_is_up_to_date(tmp_path):
     mod = _report_module()
@@ -92,15 +94,14 @@ def test_a_shortlist_keeps_the_plans_near_the_best_and_each_strategys_best():
     assert mod.shortlist([], 1.10, per_strategy=True) == set()
 
 
-@pytest.mark.skipif(not (ROOT / "results" / "h200" / "plans_short10_gemm_chains.json").exists(),
+@pytest.mark.skipif(not exists(ROOT / "results" / "h200" / "plans_short10_gemm_chains.json"),
                     reason="no committed shortlist")
 def test_the_committed_shortlist_holds_each_cases_best_plan_of_the_runs_it_was_cut_by():
-    import json
 
     mod = _shortlist_module()
     for wl in mod.WORKLOADS:
-        short = json.loads((ROOT / "results" / "h200" / f"plans_short10_{wl}.json").read_text())
-        frozen = json.loads((ROOT / "results" / "h200" / f"plans_final8_{wl}.json").read_text())
+        short = read_json(ROOT / "results" / "h200" / f"plans_short10_{wl}.json")
+        frozen = read_json(ROOT / "results" / "h200" / f"plans_final8_{wl}.json")
         for run in (f"final9_paper_{wl}_h100.json", f"final5_paper_{wl}.json"):
             for case, rows in mod._verified(ROOT / "results" / "h200" / run).items():
                 listed = [mod._key(e["plan"]) for e in short[case]]

@@ -8,6 +8,7 @@ from fusesim.capability import can_build, fused_wgmma_layout
 from fusesim.codegen import generate
 from fusesim.gpu.ncu import METRICS, SMEM_METRICS, SMEM_OPS, _summed, smem_compact, smem_table, so_kernel_stem
 from fusesim.gpu.sanitize import TOOLS, family_plans
+from fusesim.stored import glob_json, read_json
 
 
 def test_sanitizer_covers_every_family_and_cluster_size() -> None:
@@ -64,7 +65,6 @@ def test_smem_audit_reports_conflict_share_and_cost_per_family() -> None:
 def test_a_plan_listed_twice_counts_one_launch_of_each_kernel() -> None:
     """`--all` launches each distinct kernel once; a block's bytes are one launch of each of the plan's
     kernels, and the committed bench files hold no row whose counters repeat a kernel."""
-    import json
     from pathlib import Path
 
     from fusesim.gpu.ncu import first_launch_of_each
@@ -76,8 +76,8 @@ def test_a_plan_listed_twice_counts_one_launch_of_each_kernel() -> None:
     assert first_launch_of_each([g0, g1, g0]) == [g0, g1]
     assert _summed(first_launch_of_each([a, b]), "cmd", ("dram__bytes_read.sum",))["dram__bytes_read.sum"] == 10.0
     root = Path(__file__).resolve().parents[1] / "results" / "h200"
-    for f in root.glob("*_paper_*.json"):
-        for case in json.loads(f.read_text()).get("cases", []):
+    for f in glob_json(root / "*_paper_*.json"):
+        for case in read_json(f).get("cases", []):
             for row in case.get("plans", []):
                 kernels = (row.get("ncu") or {}).get("kernels", [])
                 assert len(kernels) == len(set(kernels)), (f.name, case["case"], kernels)
@@ -103,7 +103,7 @@ def test_ncu_rebuilds_the_kernels_a_run_recorded_with_the_switches_it_recorded(t
         return tmp_path / f"{src.name}_{src.digest}.so"
 
     def fake_ncu(cmd, timeout_s, metrics):  # noqa: ANN001, ANN202
-        spec = json.loads(Path(cmd[cmd.index("--launch-many") + 1]).read_text())
+        spec = read_json(Path(cmd[cmd.index("--launch-many") + 1]))
         return [{"name": "fs_fused_" + so_kernel_stem(s["so"]), **{m: 1.0 for m in metrics}} for s in spec], ""
 
     monkeypatch.setattr(build_mod, "build", fake_build)
@@ -124,7 +124,7 @@ def test_ncu_rebuilds_the_kernels_a_run_recorded_with_the_switches_it_recorded(t
         assert ncu_mod._all_from_bench(str(bench), str(tmp_path / "out.json"), ("dsm",), tmp_path / "w") == 0
         with generator_switches(recorded or FRAGMENT_EPILOGUE):
             assert built == [generate(plan).digest]
-            out = json.loads((tmp_path / "out.json").read_text())
+            out = read_json(tmp_path / "out.json")
             assert out["ncu"]["codegen"] == codegen_switches()
             assert out["cases"][0]["plans"][0]["ncu"]["dram__bytes_read.sum"] == 1.0
         digests += built

@@ -19,6 +19,7 @@ from fusesim.sim import examples as ex
 from fusesim.sim import simulate
 from fusesim.sim.fluid import FluidServer
 from fusesim.sim.memory import L2Cache
+from fusesim.stored import read_json
 from fusesim.workload import load_workload
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -269,7 +270,7 @@ def test_cli_json_contract(capsys):
             assert set(r["bytes"]) == {"hbm_read", "hbm_write", "l2_read", "l2_write", "dsm"}
             assert {"tensor", "hbm", "dsm", "l2"} <= set(r["utilization"])
             assert r["time_us"] > 0 and r["sim"]["events"] > 0
-        events = json.loads(trace.read_text())["traceEvents"]
+        events = read_json(trace)["traceEvents"]
         cats = {e.get("cat") for e in events}
         assert {"load", "mma", "exchange", "barrier"} <= cats
     finally:
@@ -920,7 +921,7 @@ def test_cli_jobs_give_the_same_rows_as_one_process(capsys, tmp_path):
         rows = json.loads(capsys.readouterr().out)["results"]
         for r in rows:
             r["sim"].pop("wall_s")
-        names = [e["args"]["name"] for e in json.loads(trace.read_text())["traceEvents"] if e.get("name") == "process_name"]
+        names = [e["args"]["name"] for e in read_json(trace)["traceEvents"] if e.get("name") == "process_name"]
         return rows, names
 
     one, two = run("1"), run("2")
@@ -1130,7 +1131,7 @@ def test_wgmma_im2col_by_tma_is_a_tma_stage():
     from fusesim.codegen.handplans import representative_plans
 
     hw = load_hardware("hw_configs/h200_calibrated.yaml")
-    frozen = json.loads((ROOT / "results" / "h200" / "plans_estage.json").read_text())
+    frozen = read_json(ROOT / "results" / "h200" / "plans_estage.json")
     c5 = next(Plan.from_dict(r["plan"]) for r in frozen["C5"]
               if r["plan"]["strategy"] == "smem" and r["plan"]["instruction"] == "wgmma")
     plain = representative_plans()["fused_wgmma_exchange_shuffle_reduce"]

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from fusesim.errors import InputError
+from fusesim.stored import read_json
 from fusesim.sweep import (
     NONDETERMINISTIC_COLUMNS,
     load_spec,
@@ -350,7 +351,7 @@ def test_resume_under_other_code_warns(tmp_path: Path) -> None:
     out = tmp_path / "r.csv"
     run_sweep(small_spec(), out, progress=False)
     meta_path = out.with_suffix(".meta.json")
-    meta = json.loads(meta_path.read_text())
+    meta = read_json(meta_path)
     assert meta["state"] == "finished" and meta["summary"]["computed"] == 18
     meta["code_version"] = "0000000"
     meta_path.write_text(json.dumps(meta))

@@ -11,6 +11,7 @@ from fusesim.capability import codegen_switches
 from fusesim.hardware import load_hardware
 from fusesim.planner import plan_case
 from fusesim.sim import simulate
+from fusesim.stored import exists, glob_json, read_json
 from fusesim.validate import Row, join, pearson, spearman, summarize
 from fusesim.workload import load_workload
 
@@ -60,7 +61,7 @@ def test_dram_read_and_write_are_counters_of_their_own(tmp_path: Path) -> None:
     """DRAM read and write bytes are compared apart (their sum is the `dram` counter); a kernel that
     records no write bytes is not counted for writes."""
     path, _sims = _synthetic_measurements(tmp_path, {"unfused": 1.0, "smem": 1.0, "dsm": 1.0})
-    doc = json.loads(path.read_text())
+    doc = read_json(path)
     doc["cases"][0]["plans"][0]["ncu"]["dram__bytes_write.sum"] = 2.0e6
     path.write_text(json.dumps(doc))
     rows = join(path, HW)
@@ -151,7 +152,7 @@ def test_exact_simulated_tie_goes_to_the_deeper_ring() -> None:
     assert summarize(rows)["best"][0]["predicted_best"] == "shallow"
 
 
-@pytest.mark.skipif(not (ROOT / "results" / "h200" / "final_paper_gemm_chains.json").exists(),
+@pytest.mark.skipif(not exists(ROOT / "results" / "h200" / "final_paper_gemm_chains.json"),
                     reason="no committed final run")
 def test_committed_final_run_meets_the_validation_targets() -> None:
     """Issue 6's targets on the committed final run (benchmarks/kernels.md's 438 kernels), so a
@@ -159,7 +160,7 @@ def test_committed_final_run_meets_the_validation_targets() -> None:
     >= 0.9, the predicted best within 3% of the measured best for >= 90% of the cases, and every
     fused kernel's DRAM and DSM bytes within 5% of Nsight Compute."""
     hw = load_hardware(ROOT / "hw_configs" / "h200_calibrated.yaml")
-    rows = join(sorted(str(p) for p in (ROOT / "results" / "h200").glob("final_paper_*.json")), hw)
+    rows = join(sorted(str(p) for p in glob_json(ROOT / "results" / "h200" / "final_paper_*.json")), hw)
     s = summarize(rows)
     assert s["kernels"] == 438 and s["cases_with_ranking"] == 26
     assert s["mape"] <= 0.10 and s["pearson"] >= 0.95 and s["spearman_within_case_mean"] >= 0.9
@@ -182,8 +183,8 @@ def test_fusion_verdict_on_the_committed_final_run() -> None:
     from fusesim.validate import VERDICT_TIE, Verdict, fusion_verdicts
 
     hw = load_hardware(ROOT / "hw_configs" / "h200_calibrated.yaml")
-    files = sorted(str(p) for p in (ROOT / "results" / "h200").glob("final_paper_*.json"))
-    im2col = sorted(str(p) for p in (ROOT / "results" / "h200").glob("wgmma_im2col_paper_*.json"))
+    files = sorted(str(p) for p in glob_json(ROOT / "results" / "h200" / "final_paper_*.json"))
+    im2col = sorted(str(p) for p in glob_json(ROOT / "results" / "h200" / "wgmma_im2col_paper_*.json"))
     later = {v.case: v for v in fusion_verdicts(im2col, hw, rank="simulated")}
     assert sorted(later) == ["C5", "C6", "C7", "C8"]
     verdicts = [later.get(v.case, v) for v in fusion_verdicts(files, hw, rank="simulated")]
@@ -193,7 +194,7 @@ def test_fusion_verdict_on_the_committed_final_run() -> None:
     assert sum(errs) / len(errs) <= 0.25
     # out of sample: the verdict set, frozen before it was timed; it predates the wgmma im2col kernels, so
     # C5-C8 there hold mma.sync plans only, which `fusesim simulate` no longer picks
-    frozen = sorted(str(p) for p in (ROOT / "results" / "h200").glob("verdict_paper_*.json"))
+    frozen = sorted(str(p) for p in glob_json(ROOT / "results" / "h200" / "verdict_paper_*.json"))
     held = [v for v in fusion_verdicts(frozen, hw, rank="simulated") if v.case not in later]
     assert len(held) == 22 and all(v.agrees for v in held), [v.case for v in held if not v.agrees]
     # the rule itself: fused 10% faster measured, simulated 10% slower -> disagree; a 2% measured gap is a tie

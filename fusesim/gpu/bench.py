@@ -22,6 +22,7 @@ from fusesim.codegen.binary import code_bytes
 from fusesim.codegen.build import BuildError, build, ptxas_perf_notes
 from fusesim.codegen.handplans import candidates
 from fusesim.plan import Plan
+from fusesim.stored import read_json
 from fusesim.workload import Chain
 
 
@@ -53,7 +54,7 @@ def select_plans(ch: Chain, hw: Any, strategies: tuple[str, ...], top_k: int, so
     chosen: list[dict[str, Any]] = []
     why = ""
     if source.startswith("file:"):  # re-time plans listed in a JSON {case: [plan dicts]} (e.g. past winners)
-        listed = json.loads(Path(source[5:]).read_text()).get(ch.case_id, [])
+        listed = read_json(source[5:]).get(ch.case_id, [])
         # entries are plan dicts, or {"plan": plan dict, "source": why it is listed}
         entries = [(Plan.from_dict(d["plan"]), d.get("source", "file")) if "plan" in d else (Plan.from_dict(d), "file")
                    for d in listed]
@@ -141,7 +142,7 @@ def run_case(ch: Chain, entries: list[dict[str, Any]], reps: int, seed: int, tor
 
 def _child(args: list[str]) -> int:
     """Subprocess entry: python -m fusesim.gpu.bench --child IN.json OUT.json."""
-    doc = json.loads(Path(args[0]).read_text())
+    doc = read_json(args[0])
     ch = Chain.from_dict(doc["chain"])
     res = run_case(ch, doc["entries"], doc["reps"], doc["seed"], doc["torch"])
     Path(args[1]).write_text(json.dumps(res))
@@ -173,7 +174,7 @@ def bench(cases: list[Chain], hw: Any, strategies: tuple[str, ...], top_k: int, 
         except subprocess.TimeoutExpired:
             rc = -1
         if rc == 0 and outp.exists():
-            res = json.loads(outp.read_text())
+            res = read_json(outp)
         else:
             res = {"case": ch.case_id, "chain": ch.to_dict(), "error": f"case subprocess failed (rc {rc})",
                    "plans": [{"strategy": e["plan"]["strategy"], "plan": e["plan"], "so": e["so"]} for e in entries]}

@@ -14,7 +14,6 @@ workspace, rel. Frobenius < 1e-2, launch flag clear) and timed (CUDA events, L2 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from fusesim.codegen.handplans import fused, fused_wgmma_candidates
 from fusesim.gpu.oddshapes import _ffn
 from fusesim.gpu.wgmma_check import check_parser, run, summary, write_check
 from fusesim.plan import ClusterShape, Plan
+from fusesim.stored import read_json
 from fusesim.workload import Chain, load_workload
 
 WORKLOADS = ("workloads/paper_gemm_chains.yaml", "workloads/paper_gated_ffn.yaml", "workloads/paper_conv_chains.yaml")
@@ -66,7 +66,7 @@ def ref_plans(paths: list[str]) -> dict[str, Plan]:
     """The fastest verified plan per case in earlier bench JSONs (fusesim bench --out)."""
     best: dict[str, tuple[float, Plan]] = {}
     for path in paths:
-        for case in json.loads(Path(path).read_text())["cases"]:
+        for case in read_json(path)["cases"]:
             for r in case.get("plans", []):
                 t = (r.get("time") or {}).get("queued_median_us")
                 if t is not None and (r.get("verify") or {}).get("ok") and (

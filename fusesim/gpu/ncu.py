@@ -28,6 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fusesim.stored import read_json
+
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum",
            "l1tex__m_xbar2l1tex_read_bytes_mem_dshared.sum", "gpu__time_duration.sum")
 # shared-memory (wavefronts, bank conflicts) per LSU access kind: ld/st.shared, ldmatrix (the mma.sync
@@ -126,7 +128,7 @@ def _launch_once(so: str, chain_json: str) -> int:
     from fusesim.gpu.runner import Loaded, bind, make_problem
     from fusesim.workload import Chain
 
-    ch = Chain.from_dict(json.loads(Path(chain_json).read_text()))
+    ch = Chain.from_dict(read_json(chain_json))
     kern = Loaded(Path(so))
     prob = make_problem(ch, seed=7, reference=False)
     bind(kern, prob)
@@ -143,7 +145,7 @@ def _launch_many(spec_json: str) -> int:
     from fusesim.gpu.runner import Loaded, bind, make_problem
     from fusesim.workload import Chain
 
-    for item in json.loads(Path(spec_json).read_text()):
+    for item in read_json(spec_json):
         kern = Loaded(Path(item["so"]))
         prob = make_problem(Chain.from_dict(item["chain"]), seed=7, reference=False)
         bind(kern, prob)
@@ -202,7 +204,7 @@ def _all_from_bench(bench_json: str, out: str, strategies: tuple[str, ...], work
     if exe is None:
         print("ncu not found")
         return 1
-    doc = json.loads(Path(bench_json).read_text())
+    doc = read_json(bench_json)
     rows, switches = build_recorded(doc, strategies)
     work.mkdir(parents=True, exist_ok=True)
     spec = work / "ncu_many.json"
@@ -243,7 +245,7 @@ def _detail(bench_json: str, cases: list[str], out: str, work: Path) -> int:
         print("ncu not found")
         return 1
     work.mkdir(parents=True, exist_ok=True)
-    doc = json.loads(Path(bench_json).read_text())
+    doc = read_json(bench_json)
     parts = []
     for c in doc["cases"]:
         ok = [r for r in c.get("plans", []) if r.get("verify", {}).get("ok") and r.get("time") and r.get("so")]
@@ -265,7 +267,7 @@ def _detail(bench_json: str, cases: list[str], out: str, work: Path) -> int:
 
 def _from_bench(bench_json: str, cases: list[str], out: str, work: Path) -> int:
     """ncu the best verified plan of `cases` in a bench JSON (same machine: the .so paths exist)."""
-    doc = json.loads(Path(bench_json).read_text())
+    doc = read_json(bench_json)
     rows = []
     work.mkdir(parents=True, exist_ok=True)
     for c in doc["cases"]:
@@ -333,7 +335,7 @@ if __name__ == "__main__":
     if sys.argv[1] == "--smem":
         strat = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else ALL_STRATEGIES
         rc = _all_from_bench(sys.argv[2], sys.argv[3], strat, Path("/tmp/ncu_work"), SMEM_METRICS, "ncu_smem")
-        audit = smem_compact(json.loads(Path(sys.argv[3]).read_text()))
+        audit = smem_compact(read_json(sys.argv[3]))
         Path(sys.argv[3]).write_text(json.dumps(audit, indent=1))
         print("\n".join(smem_table(audit)))
         sys.exit(rc)

@@ -21,6 +21,7 @@ from fusesim.capability import can_build, kernel_split
 from fusesim.codegen.handplans import unfused_wgmma, wgmma_candidates
 from fusesim.gpu.oddshapes import _ffn
 from fusesim.plan import Plan
+from fusesim.stored import read_json
 from fusesim.workload import Chain, load_workload
 
 WORKLOADS = ("workloads/paper_gemm_chains.yaml", "workloads/paper_gated_ffn.yaml")
@@ -106,10 +107,10 @@ def run(items: list[tuple[Chain, Plan, str]], reps: int, seed: int, torch_cases:
 
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = True
     flush = L2Flusher()
-    rows: list[dict[str, Any]] = json.loads(partial.read_text()) if partial is not None and partial.exists() else []
+    rows: list[dict[str, Any]] = read_json(partial) if partial is not None and partial.exists() else []
     marker = partial.with_suffix(".current") if partial is not None else None
     if marker is not None and marker.exists():  # the previous process died on this plan
-        rows.append(json.loads(marker.read_text()) | {"run_error": "hung: launch did not complete (process killed)"})
+        rows.append(read_json(marker) | {"run_error": "hung: launch did not complete (process killed)"})
         marker.unlink()
     done = len(rows)
     built = build_all([p for _, p, _ in items[done:]], jobs=16)
@@ -199,7 +200,7 @@ def write_check(out: str, what: str, module: str, argv: list[str] | None, rows: 
 
 def recorded_plans(path: str, only: set[str] | None) -> list[tuple[Chain, Plan, str]]:
     """The exact plans of an earlier check's rows (its JSON), to time them again with today's template."""
-    rows = json.loads(Path(path).read_text())["rows"]
+    rows = read_json(path)["rows"]
     plans = [(Plan.from_dict(r["plan"]), r.get("kind", "recorded")) for r in rows if r.get("plan")]
     return [(p.chain, p, kind) for p, kind in plans if not only or p.case_id in only]
 

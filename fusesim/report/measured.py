@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fusesim.stored import GZ_SUFFIX, exists, glob_json, logical, read_json
+
 TIME_KEYS_US = ("time_us", "median_us", "measured_us", "queued_median_us", "sync_median_us")
 HBM_READ = ("dram__bytes_read.sum", "dram_bytes_read", "hbm_read", "hbm_read_bytes")
 HBM_WRITE = ("dram__bytes_write.sum", "dram_bytes_write", "hbm_write", "hbm_write_bytes")
@@ -158,19 +160,20 @@ def load_measured(path: str | Path | Sequence[str | Path] | None) -> MeasuredSet
         return res
     p = Path(path)
     if any(ch in str(path) for ch in "*?["):
-        files = sorted(Path(p.anchor or ".").glob(str(p.relative_to(p.anchor))) if p.is_absolute()
-                       else Path(".").glob(str(path)))
+        files = glob_json(path)
         if not files:
             res.warnings.append(f"{path}: no file matches")
-    elif not p.exists():
+    elif p.is_dir():
+        files = sorted({logical(f) for suffix in ("*.json", "*.json" + GZ_SUFFIX) for f in p.rglob(suffix)})
+    elif not exists(p):
         res.warnings.append(f"{p}: no such file or folder (plotting predictions only)")
         return res
     else:
-        files = sorted(p.rglob("*.json")) if p.is_dir() else [p]
+        files = [p]
     for f in files:
         try:
-            doc = json.loads(f.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            doc = read_json(f)
+        except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             res.warnings.append(f"{f}: skipped ({type(exc).__name__})")
             continue
         got = [m for e in _entries(doc) for m in _from_entry(e, str(f))]

@@ -22,6 +22,7 @@ from matplotlib.patches import Patch
 
 from fusesim.errors import InputError
 from fusesim.report.figures import new_figure, save_png
+from fusesim.stored import read_json
 
 PALETTE = tuple(matplotlib.colormaps["tab20"].colors) + tuple(matplotlib.colormaps["tab20b"].colors)
 
@@ -30,7 +31,7 @@ def load_trace(path: str | Path) -> list[dict[str, Any]]:
     """Events of a Chrome trace file: a JSON list, or an object with `traceEvents`."""
     p = Path(path)
     try:
-        doc = json.loads(p.read_text())
+        doc = read_json(p)
     except FileNotFoundError:
         raise InputError(str(path), None, "no such trace file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

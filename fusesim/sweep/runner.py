@@ -12,6 +12,7 @@ from typing import Any
 
 from fusesim import __version__
 from fusesim.errors import InputError
+from fusesim.stored import read_json
 from fusesim.sweep.evaluate import METRIC_COLUMNS
 from fusesim.sweep.executors import run_dask, run_processes
 from fusesim.sweep.spec import SweepSpec
@@ -190,7 +191,7 @@ def code_version() -> str | None:
 
 def _previous_meta(out_path: Path) -> dict[str, Any]:
     try:
-        meta = json.loads(out_path.with_suffix(".meta.json").read_text())
+        meta = read_json(out_path.with_suffix(".meta.json"))
     except (OSError, ValueError):
         return {}
     return meta if isinstance(meta, dict) else {}
