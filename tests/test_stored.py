@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from fusesim.report.measured import load_measured
-from fusesim.stored import exists, glob_json, logical, on_disk, pack, read_json
+from fusesim.stored import PACK_MIN_BYTES, exists, glob_json, logical, on_disk, pack, read_json
 from fusesim.yamlio import read_mapping
 
 ROOT = Path(__file__).resolve().parents[1]
+DEVICE_SEND_LIMIT_BYTES = 64 << 20  # what one device call may send: the working tree plus what it carries
+CARRY_ROOM_BYTES = 16 << 20  # kept free for the carried wheels and prebuilt kernels (.whl, .fscarry)
 
 
 def _bench_doc() -> dict:
@@ -75,3 +77,21 @@ def test_pack_script_packs_and_checks(tmp_path: Path) -> None:
     assert read_json(big) == {"rows": list(range(40_000))}
     assert subprocess.run([*script, "--check"], capture_output=True, text=True).returncode == 0
 
+
+def _tracked() -> list[Path]:
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return [ROOT / f for f in out.split("\0") if f and (ROOT / f).is_file()]
+
+
+def test_committed_results_are_packed() -> None:
+    big = [p.relative_to(ROOT) for p in _tracked()
+           if p.suffix == ".json" and p.parts[len(ROOT.parts)] == "results" and p.stat().st_size > PACK_MIN_BYTES]
+    assert not big, f"run scripts/pack_results.py before committing: {big[:5]}"
+
+
+def test_working_tree_leaves_room_to_carry() -> None:
+    """A device call refuses a tree over 64 MiB with what it carries; keep 16 MiB of that for the carry."""
+    total = sum(p.stat().st_size for p in _tracked())
+    assert total < DEVICE_SEND_LIMIT_BYTES - CARRY_ROOM_BYTES, f"tracked files {total / 2**20:.1f} MiB"
