@@ -20,6 +20,7 @@ HW=hw_configs/h200.yaml
 case "$GPU" in *H100*) HW=hw_configs/h100_sxm.yaml ;; esac
 echo "$GPU -> $HW"
 rc=0
+stored() { [ -f "$1" ] || [ -f "$1.gz" ]; }  # a committed result may be packed (fusesim.stored)
 step() { echo "== $(date -u +%H:%M:%S) $*"; }
 # PLANS_PREFIX: time results/h200/<PLANS_PREFIX><workload>.json instead (scripts/freeze_final_plans.py --extend --into)
 plans_of() {
@@ -34,7 +35,7 @@ if [[ " $STEPS " == *" bench "* ]]; then
   for wl in $WORKLOADS; do
     step "bench $wl"
     # a repeat of a committed run comes back under its name: say so here, so it is renamed, not committed over it
-    [ -f "results/h200/$PREFIX$wl$TAG.json" ] && echo "note: results/h200/$PREFIX$wl$TAG.json is committed; rename this run's file"
+    stored "results/h200/$PREFIX$wl$TAG.json" && echo "note: results/h200/$PREFIX$wl$TAG.json is committed; rename this run's file"
     timeout "${BENCH_TIMEOUT:-200}" python3 -m fusesim.commands.bench "workloads/paper_$wl.yaml" --hw "$HW" --plans "file:$(plans_of "$wl")" \
       --top-k 99 --reps 50 --work /tmp/bench_work --out "$DEST/$PREFIX$wl$TAG.json" | tail -13 || rc=1
   done
@@ -44,9 +45,9 @@ if [[ " $STEPS " == *" ncu "* ]]; then
   # are today's; until 2026-12-06 it built them one by one and scripts/prebuild_recorded.py ran first)
   for wl in $WORKLOADS; do
     B="$DEST/$PREFIX$wl$TAG.json"
-    [ -f "$B" ] || B="results/h200/$PREFIX$wl$TAG.json"
+    stored "$B" || B="results/h200/$PREFIX$wl$TAG.json"
     step "ncu $wl ($B)"
-    [ -f "$B" ] && { timeout "${NCU_TIMEOUT:-100}" python3 -m fusesim.gpu.ncu --all "$B" "/tmp/ncu_$wl.json" | tail -2 \
+    stored "$B" && { timeout "${NCU_TIMEOUT:-100}" python3 -m fusesim.gpu.ncu --all "$B" "/tmp/ncu_$wl.json" | tail -2 \
       && cp "/tmp/ncu_$wl.json" "$DEST/$PREFIX$wl$TAG.json" || echo "ncu incomplete: $B keeps no counters"; }
   done
 fi
