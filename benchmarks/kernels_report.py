@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,12 @@ WHOLE_RUN["final6_paper_"] = ("`BENCH_TIMEOUT=300 STEPS=bench PREFIX=final6_pape
 WHOLE_RUN.update({run: (f"`BENCH_TIMEOUT=250 NCU_TIMEOUT=130 STEPS=\"bench ncu\" PREFIX={run} PLANS_PREFIX={plans} "
                         "scripts/device_final2.sh $OUT`")
                   for run, plans in (("final7_paper_", "plans_final6_"), ("final8_paper_", "plans_final8_"),
-                                     ("final9_paper_", "plans_final8_"), ("final11_paper_", "plans_short10_"))})
+                                     ("final9_paper_", "plans_final8_"))})
+WHOLE_RUN["final11_paper_"] = ("`REQUIRE_GPU=H200 BENCH_TIMEOUT=120 NCU_TIMEOUT=100 STEPS=\"bench ncu\" PREFIX=final11_paper_ "
+                               "PLANS_PREFIX=plans_short10_ scripts/device_final2.sh $OUT`")
+# a whole run's bench step again on the same machine right after it (no Nsight Compute): run-to-run noise
+REPEATS = {"final11_paper_": ("final11r_paper_", "`REQUIRE_GPU=H200 BENCH_TIMEOUT=110 STEPS=bench PREFIX=final11r_paper_ "
+                                                 "PLANS_PREFIX=plans_short10_ scripts/device_final2.sh $OUT`")}
 
 
 # cases timed again after the final run, with kernels it did not have (the wgmma implicit im2col)
@@ -214,6 +220,13 @@ SWITCH_WHAT = {"fused_producer_early_wait": "fused_wgmma's producer early wait (
                "fused_relaxed_arrive": "its relaxed cluster barrier arrives"}
 
 
+def kept_in(prefix: str, switch: str) -> str:
+    """'; in this run's kernels' where the run's recorded generator had `switch` on, else '; not in this run's
+    kernels' (a kept change's bullet says which)."""
+    on = run_switches(ROOT / "results" / "h200" / f"{prefix}{WORKLOADS[0]}.json").get(switch)
+    return "; in this run's kernels" if on else "; not in this run's kernels"
+
+
 def run_switches(path: Path) -> dict[str, bool | int]:
     """The generator switches a bench file's kernels were built with, as its "codegen" block records them."""
     return recorded_switches(read_json(path).get("codegen"))
@@ -276,6 +289,29 @@ def previous_whole_run_bullet(prefix: str) -> list[str]:
             f"{st['big']} within 1.3x of the floor, {st['small_fast']} of {st['small']} under 8 us, plans verified "
             f"{st['verified']}/{st['timed']}"
             + (f"; its PyTorch eager outliers: {', '.join(r['case'] for r in odd)}" if odd else "") + "."]
+
+
+def repeat_run_bullet(prefix: str, rs: list[dict[str, Any]]) -> list[str]:
+    """The same plans timed again on the same machine right after the run (REPEATS): how far each case's best moved."""
+    if prefix not in REPEATS:
+        return []
+    again, how = REPEATS[prefix]
+    files = [ROOT / "results" / "h200" / f"{again}{wl}.json" for wl in WORKLOADS]
+    if not all(exists(f) for f in files):
+        return []
+    rs2, env = rows_of(files, ROOT / "hw_configs" / "h200.yaml")
+    first = {r["case"]: r["ours"] for r in rs if r.get("ours")}
+    moved = sorted((r["ours"] / first[r["case"]], r["case"]) for r in rs2 if r.get("ours") and r["case"] in first)
+    ratios = [m for m, _ in moved]
+    st = run_stats(rs2)
+    odd = eager_outlier_rows([r for r in rs2 if r.get("ours")])
+    return [f"- The same plans again on the same machine right after (results/h200/{again}*.json, {how}, "
+            f"{env.get('date_utc', '?')[:16]} UTC, no Nsight Compute): each case's best {ratios[0]:.3f}x "
+            f"({moved[0][1]}) to {ratios[-1]:.3f}x ({moved[-1][1]}) this run's, median {statistics.median(ratios):.3f}x; "
+            f"{st['eager_x']:.2f}x over eager, {st['graphs_x']:.2f}x over graphs (geomean), {st['big_near']} of "
+            f"{st['big']} within 1.3x of the floor, {st['small_fast']} of {st['small']} under 8 us, plans verified "
+            f"{st['verified']}/{st['timed']}" + (f"; its PyTorch eager outliers: {', '.join(r['case'] for r in odd)}"
+                                                 if odd else "") + "."]
 
 
 def relaxed_arrive_bullet(prefix: str) -> list[str]:
@@ -412,7 +448,7 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = FIRST_RU
         "  slow control); 1.47x over eager, 1.36x over graphs there (final3 on an H100: 1.42x, 1.32x). The same",
         "  plans again four hours later (results/h200/final6r_paper_*_h100.json, an H100): each of these ratios within",
         "  0.026 of the first run's, none across 1 (benchmarks/h100.md, \"Run to run\").",
-        "- Kept after final6 (measured on an H100): split-K GEMMs of gemm_wgmma whose fp32 partial has 32 KiB or more",
+        f"- Kept after final6 (measured on an H100{kept_in(prefix, 'gemm_split_shared_min_bytes')}): split-K GEMMs of gemm_wgmma whose fp32 partial has 32 KiB or more",
         "  sum their parts in slices (`capability.gemm_split_shared`): each part stores its partial into its own",
         "  workspace slab, the parts wait for each other, and each sums a 1/split share of the tile; before, every part",
         "  red.added into one tile and the last part converted it alone. Per-block timelines of gemm1's tail",
@@ -433,13 +469,13 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = FIRST_RU
         "  0.979x. Their per-GEMM variants, frozen untimed for final8 (results/h200/plans_final8_*.json), ran there",
         "  (on an H100, 2026-12-06 23:36 UTC, results/h200/final8_paper_*_h100.json, 555/555 verified): S8 19.65 ->",
         "  17.81 us, G6 17.41 -> 17.10 us, the other cases 0.97-1.02x final7; 1.38x over graphs.",
-        "- Kept after final8 (measured on an H100): gemm_wgmma's second GEMM asks for over half an SM's SMEM where two of",
+        f"- Kept after final8 (measured on an H100{kept_in(prefix, 'gemm_solo_secondary')}): gemm_wgmma's second GEMM asks for over half an SM's SMEM where two of",
         "  its blocks fit an SM but none fits beside the first GEMM's (`capability.gemm_solo_sm`): its early (PDL) blocks",
         "  went two to an SM on the SMs the first GEMM left free. S8's 8-deep gain was that (gemm1 one block per SM at",
         "  its own depth 0.882-0.926x, 8 deep 0.899-0.916x; results/h200/deep_ring_per_gemm_run*_h100.json); the 26",
         "  plans of final8's lists it changes, both ways, all verified: 0.864-0.999x the time, median 0.941x",
         "  (results/h200/solo_sm_trial_run*_h100.json); none was its case's fastest in final8 (1.08-1.56x it).",
-        "- Kept after final9 (measured on an H100): split-K in slices lean (`capability.GEMM_SPLIT_LEAN`): a part does",
+        f"- Kept after final9 (measured on an H100{kept_in(prefix, 'gemm_split_lean')}): split-K in slices lean (`capability.GEMM_SPLIT_LEAN`): a part does",
         "  not store the share of its partial it sums itself, the parts' barrier is one atomicInc per part on a ticket",
         "  that counts epochs (no second atomic, no re-zeroing), and a part sums its share in one L2 round trip where 16",
         "  loads per thread allow. final8's 48 plans that sum in slices, both ways, twice, all verified: 0.935-1.001x",
@@ -480,6 +516,7 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = FIRST_RU
         "  benchmarks/h100.md, which also scores the simulator's H100 file on what ran there).",
         *h100_one_run_bullet(first, prefix),
         *previous_whole_run_bullet(prefix),
+        *repeat_run_bullet(prefix, rs),
         *(["- Kept (after this run, measured on an H100): the wgmma templates' implicit im2col A by TMA in im2col mode",
            "  (`capability.WGMMA_IM2COL_TMA`; one load per stage for the stage's filter tap, no producer copies): the 40",
            "  im2col plans of C5-C8 and the representatives took 0.82-1.01x the time, median 0.925x, all verified",
