@@ -67,7 +67,8 @@ DSM_SMALL = "results/h200/dsm_split_small_*_h100.json"
 DSM_SMALL_LABEL = ("gemm_wgmma split-K through DSM, the ten small unfused-wgmma cases: the final run's fastest and the "
                    "simulator's three picks (out of sample; on an H100)")
 OTHER_GPU = (ESTAGE_LABEL, DSM_SMALL_LABEL)  # scored on their own, not among the H200's kernels
-REPEATS = ("all 26 cases, the frozen plans again",)  # label prefixes of plan sets timed before: scored on their own
+REPEATS = ("all 26 cases, the frozen plans again", "all 26 cases, the shortlist")  # label prefixes of plan sets
+# timed before: scored on their own
 # the same 96 plans on the H200 (another device call), with the early exit arrive of the reduce-scatter plans too
 ESTAGE_H200 = "results/h200/estage_h200_paper_*.json"
 ESTAGE_H200_LABEL = ("conv chains C1-C8 with fused_wgmma's staged E and early exit arrive, with each strategy's best "
@@ -87,6 +88,10 @@ FINAL4_H200_LABEL = ("all 26 cases, the frozen plans again with the generator of
 FINAL5_H200 = "results/h200/final5_paper_*[ns].json"
 FINAL5_H200_LABEL = ("all 26 cases, the frozen plans again with the generator of 2026-12-06 10:00 (relaxed cluster "
                      "barrier arrives), one run (out of sample)")
+# the shortlist (171 of final8's 555 plans) on the H200 with the generator of 2026-12-07 (split-K in slices lean)
+FINAL11_H200 = "results/h200/final11_paper_*[ns].json"
+FINAL11_H200_LABEL = ("all 26 cases, the shortlist with the generator of 2026-12-07 (split-K in slices lean, one block "
+                      "per SM for the second GEMM), one run (out of sample)")
 TRIAL_LABEL = "gemm_wgmma unfused kernels (held out)"
 RERUN_LABEL = "gemm_wgmma unfused kernels re-timed with the 2026-12-03 fragment-epilogue template (held out)"
 SWEEP_LABEL = "gemm_wgmma tile / split / ring sweep, weight-streaming cases (held out)"
@@ -111,6 +116,7 @@ HELD_OUT = {TRIAL_LABEL: "results/h200/wgmma_trial.json",
             FINAL3_H200_LABEL: FINAL3_H200,
             FINAL4_H200_LABEL: FINAL4_H200,
             FINAL5_H200_LABEL: FINAL5_H200,
+            FINAL11_H200_LABEL: FINAL11_H200,
             DSM_SMALL_LABEL: DSM_SMALL}
 # measured again later: each plan set counts once, at its latest measurement, among all kernels
 SUPERSEDED = (TRIAL_LABEL, RERUN_LABEL, SWEEP_LABEL, DSM_LABEL, *PREVIOUS_FINALS)
@@ -1224,6 +1230,16 @@ def main() -> int:
         "it `cluster_release_ns` at fused_wgmma's start barrier (measured, below) and this one nothing; the exit "
         "barrier's release lies in the measured cluster-barrier skew, so it simulates these exits as long as before.",
         FINAL5_H200, kept[FINAL5_H200_LABEL])
+    lines += frozen_picks_section(
+        "All 26 cases, the shortlist, with the generator of 2026-12-07 (out of sample)",
+        "171 of final8's 555 plans (results/h200/plans_short10_*.json: within 1.10x of their case's best on an H100 "
+        "or 1.05x of final5's on the H200, each strategy's best) timed on the H200 with every kernel change kept "
+        "since final5: split-K in slices and its lean form, one block per SM for gemm_wgmma's second GEMM, the 8-deep "
+        "per-GEMM ring variants (`REQUIRE_GPU=H200 STEPS=\"bench ncu\" PREFIX=final11_paper_ "
+        "PLANS_PREFIX=plans_short10_ scripts/device_final2.sh`; benchmarks/kernels.md renders this run). The simulator "
+        "models the slices, the lean form and the one-block-per-SM launch; the plans were chosen by measurement, not "
+        "by it.",
+        FINAL11_H200, kept[FINAL11_H200_LABEL])
     lines += relaxed_arrive_lines(calibrated)
     lines += own_machine_lines(calibrated)
     lines += run_to_run_lines(kept, calibrated)
