@@ -65,7 +65,6 @@ def test_smem_audit_reports_conflict_share_and_cost_per_family() -> None:
 def test_a_plan_listed_twice_counts_one_launch_of_each_kernel() -> None:
     """`--all` launches each distinct kernel once; a block's bytes are one launch of each of the plan's
     kernels, and the committed bench files hold no row whose counters repeat a kernel."""
-    from pathlib import Path
 
     from fusesim.gpu.ncu import first_launch_of_each
 
@@ -103,7 +102,7 @@ def test_ncu_rebuilds_the_kernels_a_run_recorded_with_the_switches_it_recorded(t
         return tmp_path / f"{src.name}_{src.digest}.so"
 
     def fake_ncu(cmd, timeout_s, metrics):  # noqa: ANN001, ANN202
-        spec = read_json(Path(cmd[cmd.index("--launch-many") + 1]))
+        spec = read_json(cmd[cmd.index("--launch-many") + 1])
         return [{"name": "fs_fused_" + so_kernel_stem(s["so"]), **{m: 1.0 for m in metrics}} for s in spec], ""
 
     monkeypatch.setattr(build_mod, "build", fake_build)
