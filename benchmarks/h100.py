@@ -696,6 +696,19 @@ def _rerun_ratios(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]]]
     return changed, drift
 
 
+def _rerun_rows(after: list[dict[str, Any]], best_before: dict[str, float], changed: dict[str, list[float]]) -> list[str]:
+    """Table rows of a rerun section: per case its best before and after, their ratio, and the span of the ratios
+    of the plans the change rebuilt (`changed`, per case)."""
+    out = []
+    for r in after:
+        if not r.get("ours") or r["case"] not in best_before:
+            continue
+        ch, b = changed.get(r["case"], []), best_before[r["case"]]
+        span = "-" if not ch else f"{min(ch):.3f}" if len(ch) == 1 else f"{len(ch)}: {min(ch):.3f}-{max(ch):.3f}"
+        out.append(f"| {r['case']} | {b:.2f} | {r['ours']:.2f} | {r['ours'] / b:.3f} | {span} |")
+    return out
+
+
 def final9_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]]]) -> list[str]:
     """final9 against final8: the same plans, the generator with gemm1 one block per SM where
     `capability.gemm_solo_sm` picks it. Per case the fastest verified plan of each run; the plans the rule changes
@@ -730,14 +743,7 @@ def final9_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]]
              f"({_quantile(drift, 0.05):.3f}-{_quantile(drift, 0.95):.3f}x, 5th-95th percentile).", "",
              "| case | final8 best us | final9 best us | ratio | plans the rule changes: final9 / final8 |",
              "| --- | ---: | ---: | ---: | --- |"]
-    for r in runs[FINAL9][0]:
-        if not r.get("ours") or r["case"] not in best8:
-            continue
-        ch = changed.get(r["case"], [])
-        span = "-" if not ch else f"{min(ch):.3f}" if len(ch) == 1 else f"{len(ch)}: {min(ch):.3f}-{max(ch):.3f}"
-        lines.append(f"| {r['case']} | {best8[r['case']]:.2f} | {r['ours']:.2f} | {r['ours'] / best8[r['case']]:.3f} "
-                     f"| {span} |")
-    return lines + [""]
+    return lines + _rerun_rows(runs[FINAL9][0], best8, changed) + [""]
 
 
 LEAN_TRIAL = "results/h200/split_lean_trial_run{}_h100.json"
@@ -772,7 +778,7 @@ def final10_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]
     st = {p: run_stats(rs) for p, (rs, _e) in runs.items()}
     changed, drift = _rerun_ratios(sets, FINAL10, FINAL10_LEAN, sums_in_slices)
     rebuilt = [x for v in changed.values() for x in v]
-    before = {r["case"]: r for r in runs[FINAL10][0] if r.get("ours")}
+    before = {r["case"]: r["ours"] for r in runs[FINAL10][0] if r.get("ours")}
     env = {p: rs[1] for p, rs in runs.items()}  # the same machine: its GPU named once
     outliers = "; ".join(f"{name}: " + (", ".join(f"{r['case']} {what} ({r[what]:.1f} us)" for r in runs[p][0]
                                                   for what, other in (("eager", "graph"), ("graph", "eager"))
@@ -796,14 +802,7 @@ def final10_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]
               "5th-95th percentile).", "",
               "| case | before: best us | lean: best us | ratio | plans lean rebuilds: lean / before |",
               "| --- | ---: | ---: | ---: | --- |"]
-    for r in runs[FINAL10_LEAN][0]:
-        if not r.get("ours") or r["case"] not in before:
-            continue
-        ch = changed.get(r["case"], [])
-        span = "-" if not ch else f"{min(ch):.3f}" if len(ch) == 1 else f"{len(ch)}: {min(ch):.3f}-{max(ch):.3f}"
-        b = before[r["case"]]["ours"]
-        lines.append(f"| {r['case']} | {b:.2f} | {r['ours']:.2f} | {r['ours'] / b:.3f} | {span} |")
-    return lines + [""]
+    return lines + _rerun_rows(runs[FINAL10_LEAN][0], before, changed) + [""]
 
 
 def one_run_section() -> list[str]:
