@@ -10,7 +10,7 @@
 # Then: run(command="scripts/device_wgmma_sweep.sh $OUT", carry=[".whl", ".fscarry"]).
 # PLANS and NAME (environment) pick another {case: [plans]} file and the outputs' name
 # (scripts/device_dsm_split_trial.sh); GEMM_CASES, GATED_CASES, CONV_CASES other cases
-# (scripts/device_dsm_split_small.sh).
+# (scripts/device_dsm_split_small.sh); NCU=0 skips Nsight Compute (scripts/device_one_wave.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:?usage: scripts/device_wgmma_sweep.sh OUT_DIR}
@@ -29,6 +29,7 @@ for wl in gemm_chains gated_ffn conv_chains; do
   timeout 280 python3 -m fusesim.commands.bench "workloads/paper_$wl.yaml" --hw hw_configs/h200.yaml "${args[@]}" \
     --strategy unfused --plans "file:${PLANS:-results/h200/plans_wgmma_sweep.json}" --top-k 99 --reps 50 \
     --work /tmp/bench_work --out "$DEST/${NAME:-wgmma_sweep}_$wl.json" | tail -12 || rc=1
+  [ "${NCU:-1}" = 1 ] || continue
   step "ncu $wl"
   timeout 150 python3 -m fusesim.gpu.ncu --all "$DEST/${NAME:-wgmma_sweep}_$wl.json" "$DEST/${NAME:-wgmma_sweep}_$wl.json" | tail -2 || rc=1
 done

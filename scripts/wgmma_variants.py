@@ -58,15 +58,17 @@ def _variant(kern: Kernel, rows: int, cols: int, block_n: int, split: int, stage
         tiles=Tiles(block_m=128, block_n=block_n, block_k=64, block_l=0))
 
 
+def _widths(rows: int, cols: int, depth: int, gated: bool) -> list[tuple[int, int, list[int]]]:
+    """(block_n, tiles, split-K part counts) of every wgmma tile width a GEMM's columns allow, block_m 128."""
+    return [(bn, -(-rows // 128) * (cols // bn), list(range(1, min(WGMMA_MAX_SPLIT, depth // 64) + 1)))
+            for bn in WGMMA_BLOCK_N if not cols % bn and not (gated and bn > 128)]
+
+
 def _kernel_variants(kern: Kernel, rows: int, cols: int, depth: int, gated: bool) -> list[Kernel]:
     """Per block_n: the split whose grid comes closest to one block per SM (deepest ring, and a
     4-deep one), and the split closest to two blocks per SM with the deepest ring two of which fit."""
     out = []
-    for bn in WGMMA_BLOCK_N:
-        if cols % bn or (gated and bn > 128):
-            continue
-        tiles = -(-rows // 128) * (cols // bn)
-        splits = list(range(1, min(WGMMA_MAX_SPLIT, depth // 64) + 1))
+    for bn, tiles, splits in _widths(rows, cols, depth, gated):
         fits = [st for st in (2, 3, 4, 6) if wgmma_gemm_smem_bytes(128, bn, st, gated) <= SMEM_LIMIT_BYTES]
         one = [s for s in splits if tiles * s <= SM_COUNT]
         if one and fits:
@@ -83,15 +85,38 @@ def _kernel_variants(kern: Kernel, rows: int, cols: int, depth: int, gated: bool
 def _co_resident(kern: Kernel, rows: int, cols: int, depth: int, gated: bool) -> list[Kernel]:
     """Per block_n: one wave with the deepest ring that leaves half an SM's SMEM free."""
     out = []
-    for bn in WGMMA_BLOCK_N:
-        if cols % bn or (gated and bn > 128):
-            continue
-        tiles = -(-rows // 128) * (cols // bn)
-        one = [s for s in range(1, min(WGMMA_MAX_SPLIT, depth // 64) + 1) if tiles * s <= SM_COUNT]
+    for bn, tiles, splits in _widths(rows, cols, depth, gated):
+        one = [s for s in splits if tiles * s <= SM_COUNT]
         half = [st for st in (2, 3, 4, 6) if 2 * (wgmma_gemm_smem_bytes(128, bn, st, gated) + 1024) <= SM_SMEM_BYTES]
         if one and half:
             out.append(_variant(kern, rows, cols, bn, max(one), max(half), gated))
     return out
+
+
+def _one_wave_variants(kern: Kernel, rows: int, cols: int, depth: int, gated: bool) -> list[Kernel]:
+    """Per block_n: the largest split that keeps the grid within one block per SM, with the deepest ring that
+    fits and one two stages shallower (wider tiles: less of each stage is the re-read activation tile)."""
+    out = []
+    for bn, tiles, splits in _widths(rows, cols, depth, gated):
+        one = [s for s in splits if tiles * s <= SM_COUNT]
+        fits = [st for st in range(3, 9) if wgmma_gemm_smem_bytes(128, bn, st, gated) <= SMEM_LIMIT_BYTES]
+        if one and fits:
+            for st in sorted({max(fits), max(max(fits) - 2, min(fits))}, reverse=True):
+                out.append(_variant(kern, rows, cols, bn, max(one), st, gated))
+    return out
+
+
+def one_wave_variants(base: Plan) -> list[tuple[Plan, str]]:
+    """The base, then each GEMM's one-wave variants (`_one_wave_variants`) of another tile width than the base's, the
+    other GEMM as in the base."""
+    ch = base.chain
+    g0, g1 = base.kernels
+    out: list[tuple[Plan, str]] = [(base, "base: the run's fastest unfused wgmma plan")]
+    out += [(dataclasses.replace(base, kernels=(k, g1)), "gemm0 one-wave variant")
+            for k in _one_wave_variants(g0, ch.m, ch.n, ch.k, ch.gated) if k.tiles.block_n != g0.tiles.block_n]
+    out += [(dataclasses.replace(base, kernels=(g0, k)), "gemm1 one-wave variant")
+            for k in _one_wave_variants(g1, ch.m, ch.l, ch.n, False) if k.tiles.block_n != g1.tiles.block_n]
+    return buildable_unique(out)
 
 
 def variants(base: Plan) -> list[tuple[Plan, str]]:
@@ -135,8 +160,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="results/h200/plans_wgmma_sweep.json")
     ap.add_argument("--max-per-case", type=int, default=24)
+    ap.add_argument("--finals", nargs="+", default=list(FINALS), help="bench results whose fastest plans are the bases")
+    ap.add_argument("--one-wave", action="store_true", help="only each GEMM's one-wave variants (one_wave_variants)")
     args = ap.parse_args()
-    write_plans(args.out, {case: variants(base)[: args.max_per_case] for case, base in base_plans().items()})
+    make = one_wave_variants if args.one_wave else variants
+    bases = base_plans(finals=tuple(args.finals))
+    write_plans(args.out, {case: make(base)[: args.max_per_case] for case, base in bases.items()})
     return 0
 
 
