@@ -95,6 +95,11 @@ FINAL10_LEAN = "results/h200/final10lean_paper_*_h100.json"
 BENCH_SETS["the shortlist (171 of final8's plans), split-K in slices lean (GEMM_SPLIT_LEAN on)"] = FINAL10_LEAN
 FINAL10 = "results/h200/final10_paper_*_h100.json"
 BENCH_SETS["the same 171 plans, split-K in slices as before (final9's generator), minutes later"] = FINAL10
+# the weight-streaming cases' one-wave tile-width variants of each GEMM beside final11's fastest plan of each case
+# (scripts/device_one_wave.sh, two runs of one device call; the set scores the first)
+ONE_WAVE = "results/h200/one_wave_run{}_h100_{}.json"
+BENCH_SETS["the weight-streaming cases: each GEMM at another tile width, one block per SM (final11's generator)"] = \
+    ONE_WAVE.format(1, "*")
 BENCH_LABEL = {pattern: label for label, pattern in BENCH_SETS.items()}
 STREAM_LABEL = "each strategy's fastest final-run plan, all 26 cases (the stream trial's default stream)"
 MCAST_LABEL = "unfused gemm_wgmma plans, the multicast trial's control"
@@ -291,6 +296,8 @@ def main() -> int:
     lines += final8_section()
     lines += final9_section(sets)
     lines += final10_section(sets)
+    if exists(ROOT / H100_CALIBRATED):
+        lines += one_wave_section(load_hardware(ROOT / H100_CALIBRATED))
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")
     return 0
@@ -803,6 +810,52 @@ def final10_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]
               "| case | before: best us | lean: best us | ratio | plans lean rebuilds: lean / before |",
               "| --- | ---: | ---: | ---: | --- |"]
     return lines + _rerun_rows(runs[FINAL10_LEAN][0], before, changed) + [""]
+
+
+def one_wave_section(hw: Hardware) -> list[str]:
+    """The one-wave trial (scripts/device_one_wave.sh, two runs of one device call): per weight-streaming case each
+    variant, one GEMM at another tile width with the split-K that keeps its grid within one block per SM, over the
+    case's base (final11's fastest plan), measured (the geometric mean of the two runs) and simulated on `hw`."""
+    files = [[ROOT / ONE_WAVE.format(i, wl) for wl in ("gemm_chains", "gated_ffn")] for i in (1, 2)]
+    if not all(exists(f) for run in files for f in run):
+        return []
+    rows, ms, ps = [], [], []
+    for f1, f2 in zip(*files, strict=True):
+        for c1, c2 in zip(read_json(f1)["cases"], read_json(f2)["cases"], strict=True):
+            pairs = [(p1, p2) for p1, p2 in zip(c1["plans"], c2["plans"], strict=True)
+                     if all((p.get("verify") or {}).get("ok") and p.get("time") for p in (p1, p2))]
+            if len(pairs) < 2:
+                continue
+            us = [(p1["time"]["queued_median_us"] * p2["time"]["queued_median_us"]) ** 0.5 for p1, p2 in pairs]
+            plans = [Plan.from_dict(p1["plan"]) for p1, _p2 in pairs]
+            sims = [simulate(p, hw).time_ns for p in plans]
+            base = plans[0]
+            for plan, t, q in zip(plans[1:], us[1:], sims[1:], strict=True):
+                i = 0 if plan.kernels[0] != base.kernels[0] else 1
+                k, b = plan.kernels[i], base.kernels[i]
+                what = (f"gemm{i} {b.tiles.block_n} -> {k.tiles.block_n} wide, {b.grid_blocks} -> {k.grid_blocks} "
+                        f"blocks, {k.stages} stages")
+                rows.append((c1["case"], what, us[0], t / us[0], q / sims[0]))
+                ms.append(t / us[0])
+                ps.append(q / sims[0])
+    if not rows:
+        return []
+    agree = sum((m > 1) == (p > 1) for m, p in zip(ms, ps, strict=True))
+    g0 = [m for (_c, w, _u, m, _p) in rows if w.startswith("gemm0")]
+    lines = ["", "## One block per SM at another tile width: measured and simulated", "",
+             f"`{ONE_WAVE.format('{1,2}', '*')}` (scripts/device_one_wave.sh, one device call, two runs, every build "
+             "verified): per weight-streaming case, final11's fastest plan (the base) and each GEMM alone at another "
+             "tile width with the largest split-K that keeps its grid within one block per SM "
+             "(`scripts/wgmma_variants.py --one-wave`), the other GEMM as in the base. The question: does less "
+             "re-read activation per stage (wider tiles) make the weights stream faster? No: every wider gemm0 took "
+             f"{min(g0):.3f}-{max(g0):.3f}x the base's time (S2's on 132 SMs instead of 88 too). Each variant's time "
+             "over the base's, the geometric mean of the two runs, against the same ratio simulated on "
+             f"`{H100_CALIBRATED}`: {len(rows)} variants, measured {min(ms):.3f}-{max(ms):.3f}x, simulated "
+             f"{min(ps):.3f}-{max(ps):.3f}x, Pearson {statistics.correlation(ms, ps):.2f}, the same side of 1 in "
+             f"{agree} of {len(rows)}.", "",
+             "| case | variant | base us | measured | simulated |", "| --- | --- | ---: | ---: | ---: |"]
+    lines += [f"| {c} | {w} | {u:.2f} | {m:.3f} | {p:.3f} |" for c, w, u, m, p in sorted(rows, key=lambda r: _order(r[0]))]
+    return lines + [""]
 
 
 def one_run_section() -> list[str]:

@@ -291,6 +291,33 @@ def previous_whole_run_bullet(prefix: str) -> list[str]:
             + (f"; its PyTorch eager outliers: {', '.join(r['case'] for r in odd)}" if odd else "") + "."]
 
 
+ONE_WAVE_TRIAL = "results/h200/one_wave_run{}_h100_{}.json"
+
+
+def one_wave_bullet() -> list[str]:
+    """One line on the one-wave trial (scripts/device_one_wave.sh; benchmarks/h100.md has its table and simulates it):
+    per GEMM, the variants' time over their case's base, the geometric mean of the trial's two runs."""
+    files = [[ROOT / ONE_WAVE_TRIAL.format(i, wl) for wl in WORKLOADS[:2]] for i in (1, 2)]
+    if not all(exists(f) for run in files for f in run):
+        return []
+    ratios: dict[int, list[float]] = {0: [], 1: []}
+    env = read_json(files[0][0])["env"]
+    for f1, f2 in zip(*files, strict=True):
+        for c1, c2 in zip(read_json(f1)["cases"], read_json(f2)["cases"], strict=True):
+            runs = [(p1["plan"]["kernels"], (p1["time"]["queued_median_us"] * p2["time"]["queued_median_us"]) ** 0.5)
+                    for p1, p2 in zip(c1["plans"], c2["plans"], strict=True)
+                    if all((p.get("verify") or {}).get("ok") and p.get("time") for p in (p1, p2))]
+            (base, t0), variants = runs[0], runs[1:]  # the base first, as device_one_wave.sh lists it
+            for kernels, t in variants:
+                ratios[0 if kernels[0] != base[0] else 1].append(t / t0)
+    return [f"- Again after this run, on an H100 ({env.get('date_utc', '?')[:16]} UTC, "
+            f"{ONE_WAVE_TRIAL.format('{1,2}', '*')}, two runs, all verified): each GEMM of each weight-streaming case's "
+            "fastest plan alone at another tile width, with the split-K that keeps its grid within one block per SM "
+            f"(less re-read activation per stage): gemm0 {min(ratios[0]):.3f}-{max(ratios[0]):.3f}x the plan's time "
+            f"({len(ratios[0])} variants, every one wider), gemm1 {min(ratios[1]):.3f}-{max(ratios[1]):.3f}x "
+            f"({len(ratios[1])}); the simulator's H100 file predicts these ratios (benchmarks/h100.md)."]
+
+
 def repeat_run_bullet(prefix: str, rs: list[dict[str, Any]]) -> list[str]:
     """The same plans timed again on the same machine right after the run (REPEATS): how far each case's best moved."""
     if prefix not in REPEATS:
@@ -517,6 +544,7 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = FIRST_RU
         *h100_one_run_bullet(first, prefix),
         *previous_whole_run_bullet(prefix),
         *repeat_run_bullet(prefix, rs),
+        *(one_wave_bullet() if prefix == "final11_paper_" else []),
         *(["- Kept (after this run, measured on an H100): the wgmma templates' implicit im2col A by TMA in im2col mode",
            "  (`capability.WGMMA_IM2COL_TMA`; one load per stage for the stage's filter tap, no producer copies): the 40",
            "  im2col plans of C5-C8 and the representatives took 0.82-1.01x the time, median 0.925x, all verified",
