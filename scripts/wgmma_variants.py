@@ -9,6 +9,13 @@ block (so the programmatic dependent launch can start gemm1's weight loads while
 `fusesim bench --plans file:...`. Runs here, no GPU:
 
     python3 scripts/wgmma_variants.py --out results/h200/plans_wgmma_sweep.json
+
+`--one-wave`: instead, per case each GEMM alone at every other tile width with the largest split that keeps
+its grid within one block per SM (the deepest ring that fits and one two stages shallower); `--finals`
+names the bench results whose fastest plans are the bases (scripts/device_one_wave.sh):
+
+    python3 scripts/wgmma_variants.py --one-wave --finals results/h200/final11_paper_gemm_chains.json \
+        results/h200/final11_paper_gated_ffn.json --out results/h200/plans_one_wave.json
 """
 
 from __future__ import annotations
