@@ -27,7 +27,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))  # the trial scripts, whose variants the trial sections rebuild
 
-from kernels_report import H100_ONE_RUN, WORKLOADS, h100_stream_speedups, rows_of, run_stats  # noqa: E402
+from kernels_report import (  # noqa: E402
+    H100_ONE_RUN,
+    ONE_WAVE_TRIAL,
+    WORKLOADS,
+    h100_stream_speedups,
+    one_wave_runs,
+    rows_of,
+    run_stats,
+)
 
 from fusesim.calibrate.carry import MECHANISMS  # noqa: E402
 from fusesim.capability import (  # noqa: E402
@@ -97,9 +105,8 @@ FINAL10 = "results/h200/final10_paper_*_h100.json"
 BENCH_SETS["the same 171 plans, split-K in slices as before (final9's generator), minutes later"] = FINAL10
 # the weight-streaming cases' one-wave tile-width variants of each GEMM beside final11's fastest plan of each case
 # (scripts/device_one_wave.sh, two runs of one device call; the set scores the first)
-ONE_WAVE = "results/h200/one_wave_run{}_h100_{}.json"
 BENCH_SETS["the weight-streaming cases: each GEMM at another tile width, one block per SM (final11's generator)"] = \
-    ONE_WAVE.format(1, "*")
+    ONE_WAVE_TRIAL.format(1, "*")
 BENCH_LABEL = {pattern: label for label, pattern in BENCH_SETS.items()}
 STREAM_LABEL = "each strategy's fastest final-run plan, all 26 cases (the stream trial's default stream)"
 MCAST_LABEL = "unfused gemm_wgmma plans, the multicast trial's control"
@@ -816,34 +823,31 @@ def one_wave_section(hw: Hardware) -> list[str]:
     """The one-wave trial (scripts/device_one_wave.sh, two runs of one device call): per weight-streaming case each
     variant, one GEMM at another tile width with the split-K that keeps its grid within one block per SM, over the
     case's base (final11's fastest plan), measured (the geometric mean of the two runs) and simulated on `hw`."""
-    files = [[ROOT / ONE_WAVE.format(i, wl) for wl in ("gemm_chains", "gated_ffn")] for i in (1, 2)]
-    if not all(exists(f) for run in files for f in run):
+    trial = one_wave_runs()
+    if trial is None:
         return []
     rows, ms, ps = [], [], []
-    for f1, f2 in zip(*files, strict=True):
-        for c1, c2 in zip(read_json(f1)["cases"], read_json(f2)["cases"], strict=True):
-            pairs = [(p1, p2) for p1, p2 in zip(c1["plans"], c2["plans"], strict=True)
-                     if all((p.get("verify") or {}).get("ok") and p.get("time") for p in (p1, p2))]
-            if len(pairs) < 2:
-                continue
-            us = [(p1["time"]["queued_median_us"] * p2["time"]["queued_median_us"]) ** 0.5 for p1, p2 in pairs]
-            plans = [Plan.from_dict(p1["plan"]) for p1, _p2 in pairs]
-            sims = [simulate(p, hw).time_ns for p in plans]
-            base = plans[0]
-            for plan, t, q in zip(plans[1:], us[1:], sims[1:], strict=True):
-                i = 0 if plan.kernels[0] != base.kernels[0] else 1
-                k, b = plan.kernels[i], base.kernels[i]
-                what = (f"gemm{i} {b.tiles.block_n} -> {k.tiles.block_n} wide, {b.grid_blocks} -> {k.grid_blocks} "
-                        f"blocks, {k.stages} stages")
-                rows.append((c1["case"], what, us[0], t / us[0], q / sims[0]))
-                ms.append(t / us[0])
-                ps.append(q / sims[0])
+    for case, runs in trial[1]:
+        if len(runs) < 2:
+            continue
+        plans = [Plan.from_dict(p) for p, _t in runs]
+        us = [t for _p, t in runs]
+        sims = [simulate(p, hw).time_ns for p in plans]
+        base = plans[0]
+        for plan, t, q in zip(plans[1:], us[1:], sims[1:], strict=True):
+            i = 0 if plan.kernels[0] != base.kernels[0] else 1
+            k, b = plan.kernels[i], base.kernels[i]
+            what = (f"gemm{i} {b.tiles.block_n} -> {k.tiles.block_n} wide, {b.grid_blocks} -> {k.grid_blocks} "
+                    f"blocks, {k.stages} stages")
+            rows.append((case, what, us[0], t / us[0], q / sims[0]))
+            ms.append(t / us[0])
+            ps.append(q / sims[0])
     if not rows:
         return []
     agree = sum((m > 1) == (p > 1) for m, p in zip(ms, ps, strict=True))
     g0 = [m for (_c, w, _u, m, _p) in rows if w.startswith("gemm0")]
     lines = ["", "## One block per SM at another tile width: measured and simulated", "",
-             f"`{ONE_WAVE.format('{1,2}', '*')}` (scripts/device_one_wave.sh, one device call, two runs, every build "
+             f"`{ONE_WAVE_TRIAL.format('{1,2}', '*')}` (scripts/device_one_wave.sh, one device call, two runs, every build "
              "verified): per weight-streaming case, final11's fastest plan (the base) and each GEMM alone at another "
              "tile width with the largest split-K that keeps its grid within one block per SM "
              "(`scripts/wgmma_variants.py --one-wave`), the other GEMM as in the base. The question: does less "

@@ -294,22 +294,34 @@ def previous_whole_run_bullet(prefix: str) -> list[str]:
 ONE_WAVE_TRIAL = "results/h200/one_wave_run{}_h100_{}.json"
 
 
-def one_wave_bullet() -> list[str]:
-    """One line on the one-wave trial (scripts/device_one_wave.sh; benchmarks/h100.md has its table and simulates it):
-    per GEMM, the variants' time over their case's base, the geometric mean of the trial's two runs."""
+def one_wave_runs() -> tuple[dict[str, Any], list[tuple[str, list[tuple[dict[str, Any], float]]]]] | None:
+    """The one-wave trial (scripts/device_one_wave.sh, two runs): its first run's env and, per case, (plan, time)
+    of the plans verified in both runs, the time the geometric mean of the two; the case's base first, as the
+    trial lists it. None where the files are not committed."""
     files = [[ROOT / ONE_WAVE_TRIAL.format(i, wl) for wl in WORKLOADS[:2]] for i in (1, 2)]
     if not all(exists(f) for run in files for f in run):
-        return []
-    ratios: dict[int, list[float]] = {0: [], 1: []}
-    env = read_json(files[0][0])["env"]
+        return None
+    cases = []
     for f1, f2 in zip(*files, strict=True):
         for c1, c2 in zip(read_json(f1)["cases"], read_json(f2)["cases"], strict=True):
-            runs = [(p1["plan"]["kernels"], (p1["time"]["queued_median_us"] * p2["time"]["queued_median_us"]) ** 0.5)
-                    for p1, p2 in zip(c1["plans"], c2["plans"], strict=True)
-                    if all((p.get("verify") or {}).get("ok") and p.get("time") for p in (p1, p2))]
-            (base, t0), variants = runs[0], runs[1:]  # the base first, as device_one_wave.sh lists it
-            for kernels, t in variants:
-                ratios[0 if kernels[0] != base[0] else 1].append(t / t0)
+            cases.append((c1["case"], [(p1["plan"], (p1["time"]["queued_median_us"] * p2["time"]["queued_median_us"]) ** 0.5)
+                                       for p1, p2 in zip(c1["plans"], c2["plans"], strict=True)
+                                       if all((p.get("verify") or {}).get("ok") and p.get("time") for p in (p1, p2))]))
+    return read_json(files[0][0])["env"], cases
+
+
+def one_wave_bullet() -> list[str]:
+    """One line on the one-wave trial (benchmarks/h100.md has its table and simulates it): per GEMM, the variants'
+    time over their case's base."""
+    trial = one_wave_runs()
+    if trial is None:
+        return []
+    env, cases = trial
+    ratios: dict[int, list[float]] = {0: [], 1: []}
+    for _case, runs in cases:
+        (base, t0), variants = runs[0], runs[1:]
+        for plan, t in variants:
+            ratios[0 if plan["kernels"][0] != base["kernels"][0] else 1].append(t / t0)
     return [f"- Again after this run, on an H100 ({env.get('date_utc', '?')[:16]} UTC, "
             f"{ONE_WAVE_TRIAL.format('{1,2}', '*')}, two runs, all verified): each GEMM of each weight-streaming case's "
             "fastest plan alone at another tile width, with the split-K that keeps its grid within one block per SM "
