@@ -859,7 +859,45 @@ def one_wave_section(hw: Hardware) -> list[str]:
              f"{agree} of {len(rows)}.", "",
              "| case | variant | base us | measured | simulated |", "| --- | --- | ---: | ---: | ---: |"]
     lines += [f"| {c} | {w} | {u:.2f} | {m:.3f} | {p:.3f} |" for c, w, u, m, p in sorted(rows, key=lambda r: _order(r[0]))]
-    return lines + [""]
+    return lines + one_wave_timeline_lines() + [""]
+
+
+ONE_WAVE_PROBE = "results/h200/probe_one_wave_h100.json"
+
+
+def one_wave_timeline_lines() -> list[str]:
+    """The per-block timelines of some of the trial's plans (scripts/probe_wgmma_timeline.py --lead on
+    plans_one_wave.json): per plan gemm0's median block's last wgmma and end, and its last-wgmma-to-end tail."""
+    if not exists(ROOT / ONE_WAVE_PROBE):
+        return []
+    doc = read_json(ROOT / ONE_WAVE_PROBE)
+    listed = read_json(ROOT / "results" / "h200" / "plans_one_wave.json")
+    lines = ["", f"Per-block %globaltimer timelines of some of these plans (`{ONE_WAVE_PROBE}`, {doc['gpu']}, "
+             "scripts/probe_wgmma_timeline.py with bench's host lead, the median of 7 launches after an L2 flush; us "
+             "from gemm0's first block): where a wider gemm0 loses.", "",
+             "| plan | gemm0 | blocks | last wgmma (median block) | blocks end (median) | last wgmma to end (median) | "
+             "gemm1 ends (max) |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    base: dict[str, dict[str, float]] = {}
+    moved, tails = [], []
+    for pick, v in doc["cases"].items():
+        case, idx = pick.split(":")
+        k = Plan.from_dict(listed[case][int(idx)]["plan"]).kernels[0]
+        g0, g1 = v["median_rep"]["gemm0"], v["median_rep"]["gemm1"]
+        if idx == "0":  # the case's base (plans_one_wave.json lists it first)
+            base[case] = g0
+        elif case in base:
+            moved.append(g0["mma_done_us_median"] - base[case]["mma_done_us_median"])
+            tails.append(g0["tail_us_median"])
+        lines.append(f"| {pick} | {k.tiles.block_n} wide, {k.stages} stages | {g0['blocks']} | "
+                     f"{g0['mma_done_us_median']:.2f} | {g0['end_us_median']:.2f} | {g0['tail_us_median']:.2f} | "
+                     f"{g1['end_us_max']:.2f} |")
+    if moved:
+        bt = [b["tail_us_median"] for b in base.values()]
+        lines += ["", f"Against its base, a wider gemm0's median block finishes its main loop {min(moved):+.2f} to "
+                  f"{max(moved):+.2f} us apart, and then spends {min(tails):.2f}-{max(tails):.2f} us to its end (the "
+                  f"split-K partial out, the parts' barrier, the sum) where the base's takes {min(bt):.2f}-{max(bt):.2f}: "
+                  "the loss is the split-K tail, as the simulator has it."]
+    return lines
 
 
 def one_run_section() -> list[str]:
