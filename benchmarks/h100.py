@@ -145,7 +145,7 @@ def _mcast_measurements() -> Iterator[tuple[str, dict[str, Any], float, dict]]:
 
 
 def _bench_measurements(pattern: str) -> Iterator[tuple[str, dict[str, Any], float, dict]]:
-    for m in load_measured(sorted(glob_json(ROOT / pattern))).items:
+    for m in load_measured(glob_json(ROOT / pattern)).items:
         if m.plan_dict is not None:
             yield m.case, m.plan_dict, m.time_us, m.codegen or FRAGMENT_EPILOGUE
 
@@ -165,7 +165,7 @@ def sources() -> dict[str, tuple[list[str], str]]:
 
     out = {}
     for label, pattern in {STREAM_LABEL: STREAM, **BENCH_SETS, MCAST_LABEL: MCAST}.items():
-        files = sorted(Path(f) for f in glob_json(ROOT / pattern))
+        files = glob_json(ROOT / pattern)
         times = sorted({when(f) for f in files})
         out[label] = ([f.name for f in files], times[0] if len(times) == 1 else f"{times[0]} to {times[-1]}")
     return out
@@ -317,7 +317,7 @@ def _verified_times(measured: list[tuple[str, dict[str, Any], float, dict]]) -> 
 
 def _env(pattern: str) -> dict[str, Any]:
     """The env block of the first bench file `pattern` matches."""
-    files = sorted(glob_json(ROOT / pattern))
+    files = glob_json(ROOT / pattern)
     return read_json(files[0])["env"] if files else {}
 
 
@@ -379,7 +379,7 @@ def traffic_section(configs: dict[str, Hardware]) -> list[str]:
     """Nsight Compute's bytes of the second final6 run (every plan, each kernel on a cold L2: ncu flushes the
     caches between kernels, so an unfused plan's gemm1 reads C' from DRAM where the simulator keeps it in L2)
     against the simulated bytes on each H100 file."""
-    files = sorted(glob_json(ROOT / FINAL6R))
+    files = glob_json(ROOT / FINAL6R)
     if not files:
         return []
     lines = ["", "## Traffic on the H100: Nsight Compute vs simulated bytes", "",
@@ -603,7 +603,7 @@ def slices_run_section(sets: dict[str, list[tuple[str, dict[str, Any], float, di
     env = _env(FINAL7)
     speed = []
     for pattern in (FINAL6, FINAL6R, FINAL7):
-        rs, _env_ = rows_of(sorted(Path(f) for f in glob_json(ROOT / pattern)), ROOT / H100)
+        rs, _env_ = rows_of(glob_json(ROOT / pattern), ROOT / H100)
         st = run_stats(rs)
         speed.append(f"{st['eager_x']:.3f}x / {st['graphs_x']:.3f}x")
     lines = ["", "## Split-K in slices in a whole run: final7 against final6 twice", "",
@@ -631,7 +631,7 @@ def final8_section() -> list[str]:
     """final8 against final7 (final6's plans, then 23 deeper-ring variants, final7's generator), per case the fastest
     verified plan of each run and where final8's came from; then the one-block-per-SM trial that ran in the same
     device call (scripts/solo_sm_trial.py), per case."""
-    files = {p: sorted(Path(f) for f in glob_json(ROOT / p)) for p in (FINAL7, FINAL8)}
+    files = {p: glob_json(ROOT / p) for p in (FINAL7, FINAL8)}
     if not all(files.values()):
         return []
     runs = {p: rows_of(fs, ROOT / H100) for p, fs in files.items()}
@@ -727,7 +727,7 @@ def final9_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]]
     """final9 against final8: the same plans, the generator with gemm1 one block per SM where
     `capability.gemm_solo_sm` picks it. Per case the fastest verified plan of each run; the plans the rule changes
     against the rest (the run-to-run drift), plan by plan."""
-    files = {p: sorted(Path(f) for f in glob_json(ROOT / p)) for p in (FINAL8, FINAL9)}
+    files = {p: glob_json(ROOT / p) for p in (FINAL8, FINAL9)}
     if not all(files.values()):
         return []
     runs = {p: rows_of(fs, ROOT / H100) for p, fs in files.items()}
@@ -768,7 +768,7 @@ def final10_section(sets: dict[str, list[tuple[str, dict[str, Any], float, dict]
     the shortlist with it and without it on the same H100 minutes apart, per case the fastest verified plan of each
     and the plans it rebuilds against the rest."""
     trial = _two_run_trial(LEAN_TRIAL, "lean", "slices", statistics.geometric_mean)
-    files = {p: sorted(Path(f) for f in glob_json(ROOT / p)) for p in (FINAL10, FINAL10_LEAN)}
+    files = {p: glob_json(ROOT / p) for p in (FINAL10, FINAL10_LEAN)}
     if trial is None or not all(files.values()):
         return []
     per, ok, gpu = trial

@@ -184,8 +184,6 @@ def one_element_us(path: str = "results/h200/probe_small_and_dsm.json") -> float
 def h100_stream_speedups(path: Path = Path("results/h200/stream_trial_h100.json")) -> tuple[float, float, int]:
     """Geomean over the H100 stream trial's cases of PyTorch eager / ours and CUDA graphs / ours (ours: the fastest
     of a case's plans, each the median of its default-stream runs), and the number of cases."""
-    import statistics
-
     eager, graphs = [], []
     for row in read_json(path)["rows"]:
         runs = row["runs"]["default"]
@@ -301,13 +299,15 @@ def one_wave_runs() -> tuple[dict[str, Any], list[tuple[str, list[tuple[dict[str
     files = [[ROOT / ONE_WAVE_TRIAL.format(i, wl) for wl in WORKLOADS[:2]] for i in (1, 2)]
     if not all(exists(f) for run in files for f in run):
         return None
-    cases = []
+    cases, env = [], {}
     for f1, f2 in zip(*files, strict=True):
-        for c1, c2 in zip(read_json(f1)["cases"], read_json(f2)["cases"], strict=True):
+        d1 = read_json(f1)
+        env = env or d1["env"]
+        for c1, c2 in zip(d1["cases"], read_json(f2)["cases"], strict=True):
             cases.append((c1["case"], [(p1["plan"], (p1["time"]["queued_median_us"] * p2["time"]["queued_median_us"]) ** 0.5)
                                        for p1, p2 in zip(c1["plans"], c2["plans"], strict=True)
                                        if all((p.get("verify") or {}).get("ok") and p.get("time") for p in (p1, p2))]))
-    return read_json(files[0][0])["env"], cases
+    return env, cases
 
 
 def one_wave_bullet() -> list[str]:

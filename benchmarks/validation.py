@@ -256,7 +256,7 @@ def _bench_run(pattern: str) -> tuple[str, bool, dict[tuple[str, str], float]]:
     im2col copy (no `im2col_rows_hoisted` in its `codegen` block), and PyTorch's eager and CUDA-graph
     queued medians per case."""
     dates, per_copy, torch = [], False, {}
-    for f in sorted(glob_json(ROOT / pattern)):
+    for f in glob_json(ROOT / pattern):
         d = read_json(f)
         dates.append(d.get("env", {}).get("date_utc", "?"))
         per_copy |= not (d.get("codegen") or {}).get("im2col_rows_hoisted", False)
@@ -311,7 +311,7 @@ def own_machine_lines(hw: Hardware) -> list[str]:
     if got is None:
         return []
     own, how = got
-    rows = join(sorted(str(p) for p in glob_json(ROOT / HELD_OUT_FINAL)), own)
+    rows = join([str(p) for p in glob_json(ROOT / HELD_OUT_FINAL)], own)
     lines = ["## The final run on its own machine's launch costs", "",
              f"The same {len(rows)} kernels simulated with launch_overhead_us and kernel_gap_us {how}; every other value as "
              "committed.", "",
@@ -573,7 +573,7 @@ def final_run_section(rows: list[Row]) -> list[str]:
 def _sources(pattern: str) -> dict[tuple[str, str], str]:
     """(case, plan JSON) -> why the bench listed the plan (its `source`)."""
     out = {}
-    for f in sorted(glob_json(ROOT / pattern)):
+    for f in glob_json(ROOT / pattern):
         for c in read_json(f)["cases"]:
             for r in c.get("plans", []):
                 if r.get("plan"):
@@ -628,7 +628,7 @@ def im2col_lag_lines(rows: list[Row], hw: Hardware) -> list[str]:
     """What the im2col producer's lagged arrival, its reaction and its per-job work do to these kernels: the
     same rows simulated without them, with the lag alone and with the values fitted before the producer was
     probed, next to `rows` (as committed, on `hw`); then the probe's stage-by-stage comparison."""
-    files = sorted(str(p) for p in glob_json(ROOT / WGMMA_IM2COL))
+    files = [str(p) for p in glob_json(ROOT / WGMMA_IM2COL)]
     tma_thread = hw.model_copy(update={"wgmma_im2col_react_ns": None, "wgmma_im2col_arrive_ns": None})
     with _im2col_lag_off():
         neither = join(files, tma_thread)
@@ -945,7 +945,7 @@ IM2COL_ARRIVE_TRIALS = (None, 100.0, 150.0, 200.0, 225.0, 250.0, 275.0, 300.0, 4
 def fit_im2col_section(hw: Hardware) -> list[str]:
     """wgmma_im2col_arrive_ns searched on the fit half (C5, C7) of the wgmma im2col run, the only kernels it
     touches; criterion: the fit half's MAPE over all its kernels."""
-    files = sorted(str(p) for p in glob_json(ROOT / WGMMA_IM2COL))
+    files = [str(p) for p in glob_json(ROOT / WGMMA_IM2COL)]
     lines = ["## Cross-check of the im2col producer's measured work per job (fit half of the wgmma im2col run, "
              "`--fit-im2col`)", "", "wgmma_im2col_arrive_ns is measured (288 ns); this search over the fit half, with the "
              "measured reaction, shows what a fit would choose instead.", "",
@@ -1079,7 +1079,7 @@ def evict_first_cap_lines(hw: Hardware, final_rows: list[Row]) -> list[str]:
     cap = half_miss_bytes(reuse_misses(raw).get("tma_evict_first", []))
     if cap is None:
         return []
-    files = sorted(str(p) for p in glob_json(ROOT / HELD_OUT_FINAL))
+    files = [str(p) for p in glob_json(ROOT / HELD_OUT_FINAL)]
     base = _fused_dram_within_5pct(final_rows)
     capped = _fused_dram_within_5pct(join(files, hw.model_copy(update={"l2_evict_first_bytes": int(cap)})))
     return [f"The TMA evict_first retention calibrate measured (a second read of {cap / 2**20:.1f} MiB of "
@@ -1099,7 +1099,7 @@ def fit_wgmma_section(hw: Hardware) -> list[str]:
     final run's kernels (the only fused_wgmma measurements): cluster_barrier_skew_ns x tma_refill_ns.
     The criterion is the fit half's MAPE over all its kernels. The committed skew is the per-block
     timelines' measurement; this search is its cross-check."""
-    files = sorted(str(p) for p in glob_json(ROOT / HELD_OUT_FINAL))
+    files = [str(p) for p in glob_json(ROOT / HELD_OUT_FINAL)]
     lines = ["## Fit of the cluster-barrier skew and the TMA refill (fit half of the final run only, `--fit-wgmma`)", "",
              f"On `{CONFIGS[0]}` with every other value as committed, the two values searched together; MAPE over "
              "the fit half's kernels (all families; the criterion) and over its kernels with clusters of 2 or more. "

@@ -114,7 +114,7 @@ def main() -> int:
                     help="the run whose fastest unfused wgmma plan per case is the control (default: the first final run)")
     ap.add_argument("--cases", default=",".join(SMALL_CASES), help="with --small: the cases (comma-separated)")
     args = ap.parse_args()
-    finals = tuple(sorted(glob_json(args.finals))) if args.finals else None
+    finals = tuple(glob_json(args.finals)) if args.finals else None
     if args.finals and not finals:
         raise SystemExit(f"--finals {args.finals}: no such files")
     if args.small:

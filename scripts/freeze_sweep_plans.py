@@ -35,7 +35,7 @@ SMALL_FLOOR_NS = 10_000.0  # the issue's split: cases with an HBM floor above 10
 
 def write_faster(pattern: str, out: str) -> int:
     """{case: [{plan, source}]} of the plans of the sweep run `pattern` matches that beat their case's control."""
-    files = sorted(glob_json(pattern))
+    files = glob_json(pattern)
     if not files:
         raise SystemExit(f"--faster {pattern}: no such files")
     faster: dict[str, list[dict[str, Any]]] = {}

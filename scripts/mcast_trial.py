@@ -53,7 +53,7 @@ def _measured_us() -> dict[str, float]:
     from fusesim.stored import glob_json
 
     return {Plan.from_dict(m.plan_dict).to_json(): m.time_us
-            for m in load_measured(sorted(glob_json("results/h200/final_paper_*.json"))).items if m.plan_dict}
+            for m in load_measured(glob_json("results/h200/final_paper_*.json")).items if m.plan_dict}
 
 
 def sources(per_case: str = "0"):

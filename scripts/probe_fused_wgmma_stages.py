@@ -136,7 +136,7 @@ def instrument(code: str) -> str:
 
 def final_plans(pattern: str = FINAL) -> dict[str, list[dict]]:
     plans: dict[str, list[dict]] = {}
-    for f in sorted(glob_json(pattern)):
+    for f in glob_json(pattern):
         for c in read_json(f)["cases"]:
             plans[c["case"]] = [{"plan": p["plan"], "us": p["time"]["queued_median_us"]} for p in c["plans"]]
     return plans

@@ -37,7 +37,7 @@ def measured_final(pattern: str = "results/h200/final_paper_*.json") -> dict[str
     """Per case, (measured us, plan) of every verified kernel of the files `pattern` matches (by default the
     final run's; an H100's, named *_h100.json, left out)."""
     out: dict[str, list[tuple[float, Plan]]] = {}
-    for m in load_measured(sorted(f for f in glob_json(pattern) if "_h100" not in f.name)).items:
+    for m in load_measured([f for f in glob_json(pattern) if "_h100" not in f.name]).items:
         if m.plan_dict is not None:
             out.setdefault(m.case, []).append((m.time_us, Plan.from_dict(m.plan_dict)))
     return out

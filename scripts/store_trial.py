@@ -71,7 +71,7 @@ def fastest_final_plans(keep, n: int, pattern: str = "results/h200/final_paper_*
     from fusesim.stored import glob_json
 
     by_case: dict[str, list] = {}
-    for m in load_measured(sorted(glob_json(pattern))).items:
+    for m in load_measured(glob_json(pattern)).items:
         if m.plan_dict is not None and keep(plan := Plan.from_dict(m.plan_dict)):
             by_case.setdefault(m.case, []).append((m.time_us, plan))
     for case in sorted(by_case, key=lambda c: (c[0], int(c[1:]))):
@@ -98,7 +98,7 @@ def listed_sources(pattern: str, keep, switch: str, variants: dict):
     from fusesim.plan import Plan
     from fusesim.stored import glob_json
 
-    for path in sorted(glob_json(pattern)):
+    for path in glob_json(pattern):
         for case, rows in read_json(path).items():
             for row in rows:
                 plan = Plan.from_dict(row["plan"])
