@@ -366,6 +366,21 @@ def test_dsm_bulk_rate_is_the_all_to_all_case() -> None:
     assert not partial.values and any("incomplete ([2, 4, 8])" in n for n in partial.notes)
 
 
+def test_icache_and_kernel_start_are_notes() -> None:
+    """icache and kernel_start write no field: each case's cold / warm / L2-only code time, and each mode's
+    first-data time, are in the notes."""
+    from fusesim.calibrate.derive import derive
+
+    code = {"cases": [{"case": "straight_4096", "cold": {"ns_median": 4864.0}, "warm": {"ns_median": 4928.0},
+                       "l2": {"ns_median": 4944.0}}]}
+    start = {"cases": [{"mode": "tma", "data": "cold", "landed_ns_median": 800.0},
+                       {"mode": "bulk", "data": "l2", "landed_ns_median": 480.0}]}
+    d = derive({"groups": {"icache": code, "kernel_start": start}})
+    assert not d.values
+    assert any(n.startswith("icache") and "straight_4096: 4864 / 4928 / 4944" in n for n in d.notes)
+    assert any(n.startswith("kernel_start") and "tma (cold data) 800, bulk (l2 data) 480" in n for n in d.notes)
+
+
 @pytest.mark.nvcc
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_microbenchmarks_compile_for_sm90a(tmp_path: Path) -> None:
@@ -375,7 +390,7 @@ def test_microbenchmarks_compile_for_sm90a(tmp_path: Path) -> None:
 
     binary, ptxas = build(tmp_path)
     assert binary.exists() and binary.stat().st_size > 0
-    for kernel in ("k_l2_bulk", "k_dsm_bulk", "k_l2_read", "k_dsm_bw"):
+    for kernel in ("k_l2_bulk", "k_dsm_bulk", "k_l2_read", "k_dsm_bw", "k_code", "k_start"):
         assert kernel in ptxas
 
 

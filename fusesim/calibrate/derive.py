@@ -566,6 +566,16 @@ def derive(raw: dict[str, Any], known: dict[str, Any] | None = None) -> Derived:
         d.notes.append("hbm_inflight (one 32 KiB cp.async.bulk in flight per SM; SMs: GB/s, latency by Little's law): "
                        + ", ".join(f"{c['sms']}: {c['gbps_median']:.0f}, {c['latency_ns']:.0f} ns" for c in one)
                        + f"; most seen {max(c['gbps_median'] for c in inflight['cases']):.0f} GB/s")
+    code = _group(raw, "icache")
+    if code and code.get("cases"):
+        d.notes.append("icache (a straight-line or looped run of N independent IMADs, 1 block per SM; median ns cold "
+                       "after a 256 MiB read / warm / L2 only): "
+                       + ", ".join(f"{c['case']}: {c['cold']['ns_median']:.0f} / {c['warm']['ns_median']:.0f} / "
+                                   f"{c['l2']['ns_median']:.0f}" for c in code["cases"]))
+    start = _group(raw, "kernel_start")
+    if start and start.get("cases"):
+        d.notes.append("kernel_start (a block's first request after a 256 MiB read, entry to data landed, median ns): "
+                       + ", ".join(f"{c['mode']} ({c['data']} data) {c['landed_ns_median']:.0f}" for c in start["cases"]))
     misses = reuse_misses(raw)
     if misses:
         src = "Nsight Compute DRAM read bytes of pass 2" if raw.get("ncu_l2reuse", {}).get("dram_read_bytes") else \

@@ -3,13 +3,14 @@
 // One binary, one benchmark group per invocation, so that a fault in one group (a sticky CUDA
 // error, a hang killed by the runner's timeout) loses only that group:
 //     calib GROUP [--quick]        prints one JSON object on stdout
-// Groups: info clock hbm hbm_inflight l2 l2red ticket l2reuse smem dsm dsm_lat barrier occupancy gpc mma wgmma launch pdl verify.
+// Groups: info clock hbm hbm_inflight l2 l2red ticket l2reuse smem dsm dsm_lat barrier occupancy gpc mma wgmma launch pdl icache kernel_start verify.
 // `verify` runs the key kernels once with small counts and prints the instruction and byte counts
 // they must execute, for the runner to compare with Nsight Compute (ptxas can merge repeated loads:
 // a bandwidth number is trusted only when the executed instruction count matches).
 //
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o calib calib.cu
 #include <cooperative_groups.h>
+#include <cuda.h>  // CUtensorMap (a header type; the encoder comes through the runtime)
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -2086,6 +2087,264 @@ static void group_pdl(Json& j) {
 // verify: the key kernels once each with small counts; prints what each must execute. The runner
 // runs this under Nsight Compute and compares. Only these kernels are launched (memsets are not
 // kernels), in this order.
+// ---------------------------------------------------------------------------------------------
+// icache: what a cold instruction stream costs. After an L2 flush a kernel's code is no longer in
+// L2 either, and every part of a kernel first run late (a consumer's main loop after its first
+// stage lands, the epilogue after the last wgmma) fetches its instructions then. k_code runs NI
+// independent integer multiply-adds (8 chains; no memory access) between two %globaltimer reads,
+// straight-line (NI instructions of code) or as a loop over a 128-instruction body (the
+// execution-only control); per block the interval, 1 block per SM.
+template <int NI, bool LOOP>
+__global__ void __launch_bounds__(128, 1) k_code(uint32_t seed, unsigned long long* ns, uint32_t* sink) {
+  uint32_t r[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) r[i] = seed + threadIdx.x * (2u * i + 1u);
+  uint64_t t0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0)::"memory");
+  r[0] ^= (uint32_t)(t0 >> 62);  // the chains start after the first stamp
+  if constexpr (LOOP) {
+#pragma unroll 1
+    for (int it = 0; it < NI / 128; ++it) {
+#pragma unroll
+      for (int s = 0; s < 16; ++s)
+#pragma unroll
+        for (int i = 0; i < 8; ++i) r[i] = r[i] * r[(i + 1) & 7] + r[(i + 3) & 7];
+    }
+  } else {
+#pragma unroll
+    for (int s = 0; s < NI / 8; ++s)
+#pragma unroll
+      for (int i = 0; i < 8; ++i) r[i] = r[i] * r[(i + 1) & 7] + r[(i + 3) & 7];
+  }
+  uint32_t x = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) x ^= r[i];
+  uint64_t t1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1) : "r"(x) : "memory");  // after the chains
+  if (x == 0x9e3779b9u) sink[0] = x;
+  if (threadIdx.x == 0) ns[blockIdx.x] = t1 - t0;
+}
+
+template <int NI, bool LOOP>
+static void icache_case(Json& j, const char* name, const uint4* flush, size_t flush_bytes, uint32_t* sink,
+                        unsigned long long* ns, int reps) {
+  const int sms = sm_count();
+  std::vector<unsigned long long> h(sms);
+  // cold: after reading 256 MiB (L2 holds none of the code; the read kernel ran on every SM since the
+  // last launch); warm: right after the same launch (L2 and the SMs' instruction caches hold it);
+  // l2: after the same launch and then an unrelated kernel of 64 KiB of code on every SM
+  const char* states[] = {"cold", "warm", "l2"};
+  j.obj().str("case", name).num("instructions", NI).num("loop", LOOP).num("blocks", sms);
+  for (int st = 0; st < 3; ++st) {
+    std::vector<double> med, mx;
+    for (int r = 0; r < reps + 1; ++r) {
+      k_read<<<sms * 2, 1024>>>(flush, flush_bytes / 16, sink);
+      if (st >= 1) k_code<NI, LOOP><<<sms, 128>>>(7u + r, ns, sink);
+      if (st == 2) k_code<4096, false><<<sms, 128>>>(5u + r, ns + 4096, sink);
+      k_code<NI, LOOP><<<sms, 128>>>(3u + r, ns, sink);
+      CKL();
+      CK(cudaMemcpy(h.data(), ns, sms * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+      if (r == 0) continue;  // module load
+      std::vector<double> v(h.begin(), h.end());
+      med.push_back(median(v));
+      mx.push_back(*std::max_element(v.begin(), v.end()));
+    }
+    j.obj(states[st]).num("ns_median", median(med)).num("ns_max_median", median(mx)).nums("ns", med).close_obj();
+  }
+  j.close_obj();
+}
+
+static void group_icache(Json& j) {
+  const int reps = g_quick ? 3 : 9;
+  const size_t flush_bytes = (size_t)256 << 20;
+  uint4* flush;
+  uint32_t* sink;
+  unsigned long long* ns;
+  CK(cudaMalloc(&flush, flush_bytes));
+  CK(cudaMalloc(&sink, 16));
+  CK(cudaMalloc(&ns, 8192 * sizeof(unsigned long long)));
+  CK(cudaMemset(flush, 0x11, flush_bytes));
+  CK(cudaDeviceSynchronize());
+  j.num("reps", reps).num("bytes_per_instruction", 16).arr("cases");
+  icache_case<256, false>(j, "straight_256", flush, flush_bytes, sink, ns, reps);
+  icache_case<256, true>(j, "loop_256", flush, flush_bytes, sink, ns, reps);
+  icache_case<1024, false>(j, "straight_1024", flush, flush_bytes, sink, ns, reps);
+  icache_case<1024, true>(j, "loop_1024", flush, flush_bytes, sink, ns, reps);
+  icache_case<4096, false>(j, "straight_4096", flush, flush_bytes, sink, ns, reps);
+  icache_case<4096, true>(j, "loop_4096", flush, flush_bytes, sink, ns, reps);
+  j.close_arr();
+  j.str("method", "k_code<NI, LOOP>: 128 threads, 1 block per SM on every SM, NI independent IMADs (8 chains) between two %globaltimer reads, straight-line (NI x 16 bytes of code) or looped over a 128-instruction body; per launch the median (and max) over blocks, then the median over reps; cold = after a 256 MiB read, warm = right after the same launch, l2 = after the same launch then a 4096-instruction straight-line kernel");
+  CK(cudaFree(flush));
+  CK(cudaFree(sink));
+  CK(cudaFree(ns));
+}
+
+// ---------------------------------------------------------------------------------------------
+// kernel_start: where a cold kernel's first microsecond goes (the generated kernels' blocks see their
+// first stage 1.3-1.7 us after they start, results/h200/probe_wgmma_timeline*.json). One block per SM,
+// thread 0 stamps %globaltimer at entry (t0), after its first request is issued (t1) and when the
+// data has landed (t2). Modes: l2_sym (one 16-byte load of an L2-resident __device__ array, its address
+// in the code: the L2 round trip alone), l2_param (the same array through a pointer parameter: plus the
+// parameter's fetch), tma (prefetch.tensormap of the __grid_constant__ map, then one 64 x 64 bf16 TMA
+// tile, as the templates do), bulk (one 8 KiB cp.async.bulk from a pointer parameter: no descriptor),
+// tma_gmem (the same map copied to global memory and read into L2 after the flush: a warm descriptor
+// behind a pointer parameter). Each launch follows a 256 MiB read (L2 holds no data, map or parameter
+// of it) and a 50 us spin (the host is ahead, as in bench's queued timing); the tile data cold, or
+// read back into L2 after the flush. Addresses add t0 >> 62 (0) so no parameter is read before t0.
+typedef CUresult (*EncodeTiledFn)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                  const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                  CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+// Reads n 16-byte words into L2 (bounds-checked per word, unlike k_read's unrolled stride).
+__global__ void k_touch(const uint4* __restrict__ a, size_t n, uint32_t* sink) {
+  uint32_t acc = 0;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    const uint4 v = a[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9e3779b9u) sink[0] = acc;
+}
+
+__device__ uint4 g_start_probe[256];
+
+__device__ __forceinline__ uint32_t ld_cg_u32(const void* p) {
+  uint32_t v;
+  asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+template <int MODE>
+__global__ void __launch_bounds__(128, 1) k_start(const __grid_constant__ CUtensorMap tm, const CUtensorMap* tm_g,
+                                                  const char* buf, const uint4* warm, unsigned long long* out) {
+  __shared__ __align__(1024) unsigned char tile[8192];
+  __shared__ __align__(8) uint64_t bar;
+  if (threadIdx.x != 0) return;
+  const uint64_t t0 = gtimer();
+  const uint64_t zero = t0 >> 62;
+  uint64_t t1, t2;
+  uint32_t v = 0;
+  const uint32_t b = smem_addr(&bar);
+  if constexpr (MODE <= 1) {
+    const uint4* p = (MODE == 0 ? g_start_probe : warm) + (blockIdx.x % 256) + zero;
+    v = ld_cg_u32(p);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1) : "r"(v) : "memory");
+    t2 = t1;
+  } else {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n fence.mbarrier_init.release.cluster;\n" ::"r"(b) : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 8192;\n" ::"r"(b) : "memory");
+    if constexpr (MODE == 2 || MODE == 4) {
+      const uint64_t map = (MODE == 2 ? reinterpret_cast<uint64_t>(&tm) : reinterpret_cast<uint64_t>(tm_g)) + zero;
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
+      asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                   ::"r"(smem_addr(tile)), "l"(map), "r"(0), "r"(64 * (int)blockIdx.x), "r"(b) : "memory");
+    } else {
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 8192, [%2];\n"
+                   ::"r"(smem_addr(tile)), "l"(buf + 8192 * (size_t)blockIdx.x + zero), "r"(b) : "memory");
+    }
+    t1 = gtimer();
+    uint32_t done = 0;
+    do {
+      asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}\n"
+                   : "=r"(done) : "r"(b) : "memory");
+    } while (!done);
+    t2 = gtimer();
+    v = tile[blockIdx.x % 8192];
+  }
+  unsigned long long* o = out + 4 * blockIdx.x;
+  o[0] = t0;
+  o[1] = t1;
+  o[2] = t2;
+  o[3] = v;
+}
+
+static void group_kernel_start(Json& j) {
+  const int sms = sm_count(), reps = g_quick ? 3 : 15;
+  const size_t flush_bytes = (size_t)256 << 20, data_bytes = (size_t)sms * 8192;
+  uint4* flush;
+  char* data;
+  uint32_t* sink;
+  unsigned long long* out;
+  CUtensorMap* tm_g;
+  uint4* probe;
+  CK(cudaGetSymbolAddress(reinterpret_cast<void**>(&probe), g_start_probe));
+  CK(cudaMalloc(&flush, flush_bytes));
+  CK(cudaMalloc(&data, data_bytes));
+  CK(cudaMalloc(&sink, 16));
+  CK(cudaMalloc(&out, 4 * sms * sizeof(unsigned long long)));
+  CK(cudaMalloc(&tm_g, sizeof(CUtensorMap)));
+  CK(cudaMemset(flush, 0x11, flush_bytes));
+  CK(cudaMemset(data, 0x22, data_bytes));
+  CK(cudaMemset(probe, 0x33, 256 * sizeof(uint4)));
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult q;
+  CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
+  if (fn == nullptr || q != cudaDriverEntryPointSuccess) {
+    j.str("error", "cuTensorMapEncodeTiled not found");
+    return;
+  }
+  CUtensorMap tm;  // data as a [sms * 64, 64] bf16 matrix, 64 x 64 boxes, 128-byte swizzle (as the templates)
+  const cuuint64_t dims[2] = {64, (cuuint64_t)sms * 64}, strides[1] = {128};
+  const cuuint32_t box[2] = {64, 64}, estr[2] = {1, 1};
+  const CUresult r = reinterpret_cast<EncodeTiledFn>(fn)(&tm, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, data, dims, strides,
+                                                         box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                                         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    j.num("error_encode", (double)r);
+    return;
+  }
+  CK(cudaMemcpy(tm_g, &tm, sizeof tm, cudaMemcpyHostToDevice));
+  CK(cudaDeviceSynchronize());
+  const char* modes[] = {"l2_sym", "l2_param", "tma", "bulk", "tma_gmem"};
+  std::vector<unsigned long long> h(4 * sms);
+  j.num("reps", reps).num("blocks", sms).num("tile_bytes", 8192).arr("cases");
+  for (int warm = 0; warm < 2; ++warm) {
+    for (int m = 0; m < 5; ++m) {
+      if (m <= 1 && !warm) continue;  // the 16-byte loads always read L2
+      std::vector<double> issue, land, issue_max, land_max;
+      for (int rep = 0; rep < reps + 1; ++rep) {
+        k_read<<<sms * 2, 1024>>>(flush, flush_bytes / 16, sink);
+        if (warm) k_touch<<<sms, 256>>>(reinterpret_cast<const uint4*>(data), data_bytes / 16, sink);
+        k_touch<<<1, 256>>>(probe, 256, sink);
+        k_touch<<<1, 32>>>(reinterpret_cast<const uint4*>(tm_g), sizeof(CUtensorMap) / 16, sink);  // the global map in L2
+        k_spin<<<1, 32>>>(50000);
+        switch (m) {
+          case 0: k_start<0><<<sms, 128>>>(tm, tm_g, data, probe, out); break;
+          case 1: k_start<1><<<sms, 128>>>(tm, tm_g, data, probe, out); break;
+          case 2: k_start<2><<<sms, 128>>>(tm, tm_g, data, probe, out); break;
+          case 3: k_start<3><<<sms, 128>>>(tm, tm_g, data, probe, out); break;
+          default: k_start<4><<<sms, 128>>>(tm, tm_g, data, probe, out); break;
+        }
+        CKL();
+        CK(cudaMemcpy(h.data(), out, h.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+        if (rep == 0) continue;  // module load
+        std::vector<double> is, ld;
+        for (int i = 0; i < sms; ++i) {
+          is.push_back((double)(h[4 * i + 1] - h[4 * i]));
+          ld.push_back((double)(h[4 * i + 2] - h[4 * i]));
+        }
+        issue.push_back(median(is));
+        land.push_back(median(ld));
+        issue_max.push_back(*std::max_element(is.begin(), is.end()));
+        land_max.push_back(*std::max_element(ld.begin(), ld.end()));
+      }
+      j.obj().str("mode", modes[m]).str("data", warm ? "l2" : "cold");
+      j.num("issue_ns_median", median(issue)).num("landed_ns_median", median(land));
+      j.num("issue_ns_max_median", median(issue_max)).num("landed_ns_max_median", median(land_max));
+      j.nums("landed_ns", land).close_obj();
+    }
+  }
+  j.close_arr();
+  j.str("method", "k_start<MODE>: one 128-thread block per SM, thread 0 stamps entry, first request issued and data landed (%globaltimer); after a 256 MiB read, [the tile data read back into L2], the probe array and the global copy of the map read into L2, a 50 us spin; per launch the median (and max) over blocks, then the median over reps");
+  CK(cudaFree(flush));
+  CK(cudaFree(data));
+  CK(cudaFree(sink));
+  CK(cudaFree(out));
+  CK(cudaFree(tm_g));
+}
+
 static void group_verify(Json& j) {
   int sms = sm_count();
   uint32_t* sink;
@@ -2213,6 +2472,8 @@ int main(int argc, char** argv) {
   else if (g == "wgmma_stage") group_wgmma_stage(j);
   else if (g == "launch") group_launch(j);
   else if (g == "pdl") group_pdl(j);
+  else if (g == "icache") group_icache(j);
+  else if (g == "kernel_start") group_kernel_start(j);
   else if (g == "verify") group_verify(j);
   else {
     fprintf(stderr, "unknown group %s\n", g.c_str());
