@@ -330,6 +330,35 @@ def one_wave_bullet() -> list[str]:
             f"({len(ratios[1])}); the simulator's H100 file predicts these ratios (benchmarks/h100.md)."]
 
 
+CODE_WARM_TRIAL = "results/h200/code_warm_trial_h100.json"
+CALIB_ICACHE = "results/h200/calibration_icache_h100.json"
+CALIB_KERNEL_START = "results/h200/calibration_kernel_start_h100.json"
+
+
+def cold_start_bullet() -> list[str]:
+    """One line on the cold-start trials (H100): is a kernel's fixed cost after the flush its own code or its TMA
+    descriptor coming from HBM? Computed from the trial and the two calibration groups."""
+    paths = [ROOT / f for f in (CODE_WARM_TRIAL, CALIB_ICACHE, CALIB_KERNEL_START)]
+    if not all(exists(f) for f in paths):
+        return []
+    trial, icache, start = (read_json(f) for f in paths)
+    rows = trial["rows"]
+    warm = [r["queued_median_us"]["warm_self"] / r["queued_median_us"]["flush"] for r in rows]
+    other = [r["queued_median_us"]["warm_other"] / r["queued_median_us"]["flush"] for r in rows]
+    code = {c["case"]: c for c in icache["groups"]["icache"]["cases"]}["straight_4096"]
+    landed = {(c["mode"], c["data"]): c["landed_ns_median"] for c in start["groups"]["kernel_start"]["cases"]}
+    return [f"- Not the kernels' fixed cost (on an H100, {icache['environment']['date_utc'][:16]} UTC): their own code "
+            f"or TMA descriptors coming back from HBM after the flush. Each case's fastest plan run once more on other "
+            f"buffers between the flush and the timed launch ({CODE_WARM_TRIAL}, {len(rows)} cases, "
+            f"{sum(bool(r['verify']['ok']) for r in rows)} verified): "
+            f"median {statistics.median(warm):.3f}x the time ({min(warm):.3f}-{max(warm):.3f}x), another case's kernel "
+            f"there {statistics.median(other):.3f}x. 64 KiB of straight-line code takes {code['cold']['ns_median']:.0f} "
+            f"ns after the flush and {code['warm']['ns_median']:.0f} ns warm ({CALIB_ICACHE}); a block's first TMA tile "
+            f"from a cold buffer lands {landed[('tma', 'cold')]:.0f} ns after the block's entry, a descriptor-less bulk "
+            f"copy {landed[('bulk', 'cold')]:.0f} ns ({CALIB_KERNEL_START}): the cold HBM round trip, no descriptor "
+            "fetch in front of it."]
+
+
 def repeat_run_bullet(prefix: str, rs: list[dict[str, Any]]) -> list[str]:
     """The same plans timed again on the same machine right after the run (REPEATS): how far each case's best moved."""
     if prefix not in REPEATS:
@@ -557,6 +586,7 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = FIRST_RU
         *previous_whole_run_bullet(prefix),
         *repeat_run_bullet(prefix, rs),
         *(one_wave_bullet() if prefix == "final11_paper_" else []),
+        *(cold_start_bullet() if prefix == "final11_paper_" else []),
         *(["- Kept (after this run, measured on an H100): the wgmma templates' implicit im2col A by TMA in im2col mode",
            "  (`capability.WGMMA_IM2COL_TMA`; one load per stage for the stage's filter tap, no producer copies): the 40",
            "  im2col plans of C5-C8 and the representatives took 0.82-1.01x the time, median 0.925x, all verified",
