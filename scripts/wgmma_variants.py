@@ -16,6 +16,13 @@ names the bench results whose fastest plans are the bases (scripts/device_one_wa
 
     python3 scripts/wgmma_variants.py --one-wave --finals results/h200/final11_paper_gemm_chains.json \
         results/h200/final11_paper_gated_ffn.json --out results/h200/plans_one_wave.json
+
+`--deep`: instead, per case the base and its rings as deep as SMEM allows (gemm0, gemm1, both; same tiles and
+split), for the H200, where HBM may want more weight bytes in flight than 6 stages of 128 x 64 tiles give
+(scripts/device_one_wave.sh with PLANS and NAME set):
+
+    python3 scripts/wgmma_variants.py --deep --finals results/h200/final11_paper_gemm_chains.json \
+        results/h200/final11_paper_gated_ffn.json --out results/h200/plans_deep_ws.json
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from fusesim.capability import (
+    MAX_STAGES,
     SMEM_LIMIT_BYTES,
     WGMMA_BLOCK_N,
     WGMMA_MAX_SPLIT,
@@ -126,6 +134,32 @@ def one_wave_variants(base: Plan) -> list[tuple[Plan, str]]:
     return buildable_unique(out)
 
 
+def _deepest(kern: Kernel, rows: int, cols: int, gated: bool) -> Kernel | None:
+    """`kern` with the deepest ring its tiles fit in SMEM (at most MAX_STAGES), or None where that is its own."""
+    t = kern.tiles
+    fits = [st for st in range(kern.stages + 1, MAX_STAGES + 1)
+            if wgmma_gemm_smem_bytes(t.block_m, t.block_n, st, gated) <= SMEM_LIMIT_BYTES]
+    if not fits:
+        return None
+    return dataclasses.replace(kern, stages=max(fits), smem_bytes=wgmma_gemm_smem_bytes(t.block_m, t.block_n, max(fits), gated))
+
+
+def deep_variants(base: Plan) -> list[tuple[Plan, str]]:
+    """The base, then its GEMMs' rings as deep as SMEM allows: gemm0 alone, gemm1 alone, both (the same tiles, split
+    and grid: more weight bytes in flight per SM, which the H200's HBM may want where the H100's did not)."""
+    ch = base.chain
+    g0, g1 = base.kernels
+    d0, d1 = _deepest(g0, ch.m, ch.n, ch.gated), _deepest(g1, ch.m, ch.l, False)
+    out: list[tuple[Plan, str]] = [(base, "base: the run's fastest unfused wgmma plan")]
+    if d0:
+        out.append((dataclasses.replace(base, kernels=(d0, g1)), f"gemm0 ring {g0.stages} -> {d0.stages}"))
+    if d1:
+        out.append((dataclasses.replace(base, kernels=(g0, d1)), f"gemm1 ring {g1.stages} -> {d1.stages}"))
+    if d0 and d1:
+        out.append((dataclasses.replace(base, kernels=(d0, d1)), f"both rings {g0.stages}/{g1.stages} -> {d0.stages}/{d1.stages}"))
+    return buildable_unique(out)
+
+
 def variants(base: Plan) -> list[tuple[Plan, str]]:
     ch = base.chain
     g0, g1 = base.kernels
@@ -169,8 +203,9 @@ def main() -> int:
     ap.add_argument("--max-per-case", type=int, default=24)
     ap.add_argument("--finals", nargs="+", default=list(FINALS), help="bench results whose fastest plans are the bases")
     ap.add_argument("--one-wave", action="store_true", help="only each GEMM's one-wave variants (one_wave_variants)")
+    ap.add_argument("--deep", action="store_true", help="only the base's rings as deep as they fit (deep_variants)")
     args = ap.parse_args()
-    make = one_wave_variants if args.one_wave else variants
+    make = one_wave_variants if args.one_wave else deep_variants if args.deep else variants
     bases = base_plans(finals=tuple(args.finals))
     write_plans(args.out, {case: make(base)[: args.max_per_case] for case, base in bases.items()})
     return 0
