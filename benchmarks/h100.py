@@ -28,9 +28,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))  # the trial scripts, whose variants the trial sections rebuild
 
 from kernels_report import (  # noqa: E402
+    DEEP_WS_TRIAL,
     H100_ONE_RUN,
     ONE_WAVE_TRIAL,
     WORKLOADS,
+    deep_ring_ratios,
     h100_stream_speedups,
     one_wave_runs,
     rows_of,
@@ -107,6 +109,8 @@ BENCH_SETS["the same 171 plans, split-K in slices as before (final9's generator)
 # (scripts/device_one_wave.sh, two runs of one device call; the set scores the first)
 BENCH_SETS["the weight-streaming cases: each GEMM at another tile width, one block per SM (final11's generator)"] = \
     ONE_WAVE_TRIAL.format(1, "*")
+BENCH_SETS["the weight-streaming cases: final11's fastest plans with rings as deep as SMEM allows"] = \
+    DEEP_WS_TRIAL.format(1, "*")
 BENCH_LABEL = {pattern: label for label, pattern in BENCH_SETS.items()}
 STREAM_LABEL = "each strategy's fastest final-run plan, all 26 cases (the stream trial's default stream)"
 MCAST_LABEL = "unfused gemm_wgmma plans, the multicast trial's control"
@@ -305,6 +309,7 @@ def main() -> int:
     lines += final10_section(sets)
     if exists(ROOT / H100_CALIBRATED):
         lines += one_wave_section(load_hardware(ROOT / H100_CALIBRATED))
+        lines += deep_ring_ws_section(load_hardware(ROOT / H100_CALIBRATED))
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")
     return 0
@@ -860,6 +865,28 @@ def one_wave_section(hw: Hardware) -> list[str]:
              "| case | variant | base us | measured | simulated |", "| --- | --- | ---: | ---: | ---: |"]
     lines += [f"| {c} | {w} | {u:.2f} | {m:.3f} | {p:.3f} |" for c, w, u, m, p in sorted(rows, key=lambda r: _order(r[0]))]
     return lines + one_wave_timeline_lines() + [""]
+
+
+def deep_ring_ws_section(hw: Hardware) -> list[str]:
+    """The deep-ring set (plans_deep_ws.json, two runs of scripts/device_one_wave.sh): per weight-streaming case each
+    variant, rings as deep as SMEM allows, over the case's base, measured (the geometric mean of the runs) and
+    simulated on `hw`."""
+    got, trial = deep_ring_ratios(), one_wave_runs(DEEP_WS_TRIAL)
+    if got is None or trial is None:
+        return []
+    rows = []
+    for _case, runs in trial[1]:
+        sims = [simulate(Plan.from_dict(p), hw).time_ns for p, _t in runs]
+        rows += [q / sims[0] for q in sims[1:]]
+    measured = got[1]
+    lines = ["", "## Rings as deep as SMEM allows: measured and simulated", "",
+             f"`{DEEP_WS_TRIAL.format('{1,2}', '*')}` (`NCU=0 PLANS_FILE=results/h200/plans_deep_ws.json PREFIX=deep_ws "
+             "scripts/device_one_wave.sh`, one device call, two runs): per weight-streaming case final11's fastest plan "
+             "and its rings as deep as SMEM allows (`scripts/wgmma_variants.py --deep`), each variant's time over the "
+             f"base's against the same ratio simulated on `{H100_CALIBRATED}`.", "",
+             "| case | deeper | measured | simulated |", "| --- | --- | ---: | ---: |"]
+    lines += [f"| {c} | {w} | {m:.3f} | {p:.3f} |" for (c, w, m), p in zip(measured, rows, strict=True)]
+    return lines + [""]
 
 
 ONE_WAVE_PROBE = "results/h200/probe_one_wave_h100.json"

@@ -290,13 +290,14 @@ def previous_whole_run_bullet(prefix: str) -> list[str]:
 
 
 ONE_WAVE_TRIAL = "results/h200/one_wave_run{}_h100_{}.json"
+DEEP_WS_TRIAL = "results/h200/deep_ws_run{}_h100_{}.json"
 
 
-def one_wave_runs() -> tuple[dict[str, Any], list[tuple[str, list[tuple[dict[str, Any], float]]]]] | None:
-    """The one-wave trial (scripts/device_one_wave.sh, two runs): its first run's env and, per case, (plan, time)
-    of the plans verified in both runs, the time the geometric mean of the two; the case's base first, as the
-    trial lists it. None where the files are not committed."""
-    files = [[ROOT / ONE_WAVE_TRIAL.format(i, wl) for wl in WORKLOADS[:2]] for i in (1, 2)]
+def one_wave_runs(pattern: str = ONE_WAVE_TRIAL) -> tuple[dict[str, Any], list[tuple[str, list[tuple[dict[str, Any], float]]]]] | None:
+    """The one-wave trial (scripts/device_one_wave.sh, two runs; `pattern`: another set it ran, the deep-ring one):
+    its first run's env and, per case, (plan, time) of the plans verified in both runs, the time the geometric mean
+    of the two; the case's base first, as the trial lists it. None where the files are not committed."""
+    files = [[ROOT / pattern.format(i, wl) for wl in WORKLOADS[:2]] for i in (1, 2)]
     if not all(exists(f) for run in files for f in run):
         return None
     cases, env = [], {}
@@ -328,6 +329,38 @@ def one_wave_bullet() -> list[str]:
             f"(less re-read activation per stage): gemm0 {min(ratios[0]):.3f}-{max(ratios[0]):.3f}x the plan's time "
             f"({len(ratios[0])} variants, every one wider), gemm1 {min(ratios[1]):.3f}-{max(ratios[1]):.3f}x "
             f"({len(ratios[1])}); the simulator's H100 file predicts these ratios (benchmarks/h100.md)."]
+
+
+def deep_ring_ratios() -> tuple[dict[str, Any], list[tuple[str, str, float]]] | None:
+    """The deep-ring set (plans_deep_ws.json, two runs): its env and per variant (case, which rings deepened, time
+    over the case's base)."""
+    trial = one_wave_runs(DEEP_WS_TRIAL)
+    if trial is None:
+        return None
+    env, cases = trial
+    out = []
+    for case, runs in cases:
+        (base, t0), variants = runs[0], runs[1:]
+        for plan, t in variants:
+            deeper = [i for i in (0, 1) if plan["kernels"][i]["stages"] != base["kernels"][i]["stages"]]
+            out.append((case, " and ".join(f"gemm{i} {base['kernels'][i]['stages']} -> {plan['kernels'][i]['stages']}"
+                                           for i in deeper), t / t0))
+    return env, out
+
+
+def deep_ring_bullet() -> list[str]:
+    """One line on the weight-streaming cases' deepest rings (H100)."""
+    got = deep_ring_ratios()
+    if got is None:
+        return []
+    env, rows = got
+    r = [x for _c, _w, x in rows]
+    return [f"- The weight-streaming cases' fastest plans with their rings as deep as SMEM allows (gemm0, gemm1, both; "
+            f"`scripts/wgmma_variants.py --deep`, results/h200/plans_deep_ws.json), on an H100 "
+            f"({env.get('date_utc', '?')[:16]} UTC, {DEEP_WS_TRIAL.format('{1,2}', '*')}, two runs): "
+            f"{len(r)} variants verified in both, {min(r):.3f}-{max(r):.3f}x the base's time (median {statistics.median(r):.3f}x). The "
+            "H100's HBM is as busy with 6 stages; the H200 (more bandwidth to cover with bytes in flight) was asked for "
+            "this trial and not lent."]
 
 
 CODE_WARM_TRIAL = "results/h200/code_warm_trial_h100.json"
@@ -609,6 +642,7 @@ def render(rs: list[dict[str, Any]], env: dict[str, Any], prefix: str = FIRST_RU
         *previous_whole_run_bullet(prefix),
         *repeat_run_bullet(prefix, rs),
         *(one_wave_bullet() if prefix == "final11_paper_" else []),
+        *(deep_ring_bullet() if prefix == "final11_paper_" else []),
         *(cold_start_bullet() if prefix == "final11_paper_" else []),
         *(lookahead_bullet({r["case"] for r in big}) if prefix == "final11_paper_" else []),
         *(["- Kept (after this run, measured on an H100): the wgmma templates' implicit im2col A by TMA in im2col mode",
