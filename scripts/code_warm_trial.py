@@ -16,24 +16,23 @@ kernel once on its own buffers: as much extra work before the timed launch, none
 
 from __future__ import annotations
 
-import glob
 import json
 import statistics
 import sys
 from pathlib import Path
 
-from fusesim.stored import read_json
+from fusesim.stored import glob_json, read_json
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-RUN = "results/h200/final11_paper_*.json*"
+RUN = "results/h200/final11_paper_*.json"
 
 
 def plans() -> list[tuple[str, dict]]:
     """(case, plan dict): each case's fastest verified plan of final11 (the H200 run of kernels.md)."""
     out = []
-    for f in sorted(glob.glob(str(ROOT / RUN))):
+    for f in glob_json(ROOT / RUN):
         for c in read_json(f)["cases"]:
             ok = [p for p in c["plans"] if p.get("plan") and (p.get("verify") or {}).get("ok") and p.get("time")]
             if ok:
@@ -52,7 +51,7 @@ def device(out: Path, reps: int = 60) -> int:
 
     flush = L2Flusher()
     stream = torch.cuda.current_stream().cuda_stream
-    loaded = []
+    loaded = []  # (case, plan dict, kernel, verify, its pointers, the spare set's, and both problems, kept alive)
     for case, pd in plans():
         plan = Plan.from_dict(pd)
         kern = Loaded(build(generate(plan), "so"))
@@ -64,16 +63,17 @@ def device(out: Path, reps: int = 60) -> int:
         loaded.append((case, pd, kern, ver, ptrs, spare_ptrs, prob, spare))
 
     def run_on(kern, on: list[int], back: list[int]) -> None:
+        """Launch `kern` on the buffers `on`, then point it back at `back`."""
         kern.bind(on)
         kern.launch(stream)
         kern.bind(back)
 
     rows = []
     for i, (case, pd, kern, ver, ptrs, spare_ptrs, _, _) in enumerate(loaded):
-        other = loaded[i - 1]
+        other = loaded[i - 1]  # the previous case's kernel on its own buffers
         variants = {"flush": flush,
                     "warm_self": lambda k=kern, p=ptrs, s=spare_ptrs: (flush(), run_on(k, s, p)),
-                    "warm_other": lambda o=other: (flush(), run_on(o[2], o[4], o[4]))}
+                    "warm_other": lambda k=other[2], p=other[4]: (flush(), run_on(k, p, p))}
         got: dict[str, list[float]] = {v: [] for v in variants}
         for _ in range(2):
             for name, fl in variants.items():

@@ -7,6 +7,7 @@
 # .fscarry; fusesim.calibrate.runner.build into build/calibrate, carried).
 #     bash scripts/device_code_warm.sh $OUT
 set -uo pipefail
+cd "$(dirname "$0")/.."
 OUT=${1:?usage: device_code_warm.sh OUT}
 source scripts/device_env.sh
 python3 -m fusesim.calibrate.runner --out "$OUT/calibration_icache${TAG}.json" --build-dir build/calibrate \

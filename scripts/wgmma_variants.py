@@ -19,7 +19,7 @@ names the bench results whose fastest plans are the bases (scripts/device_one_wa
 
 `--deep`: instead, per case the base and its rings as deep as SMEM allows (gemm0, gemm1, both; same tiles and
 split), for the H200, where HBM may want more weight bytes in flight than 6 stages of 128 x 64 tiles give
-(scripts/device_one_wave.sh with PLANS and NAME set):
+(scripts/device_one_wave.sh with PLANS_FILE and PREFIX set):
 
     python3 scripts/wgmma_variants.py --deep --finals results/h200/final11_paper_gemm_chains.json \
         results/h200/final11_paper_gated_ffn.json --out results/h200/plans_deep_ws.json
@@ -134,7 +134,7 @@ def one_wave_variants(base: Plan) -> list[tuple[Plan, str]]:
     return buildable_unique(out)
 
 
-def _deepest(kern: Kernel, rows: int, cols: int, gated: bool) -> Kernel | None:
+def _deepest(kern: Kernel, gated: bool) -> Kernel | None:
     """`kern` with the deepest ring its tiles fit in SMEM (at most MAX_STAGES), or None where that is its own."""
     t = kern.tiles
     fits = [st for st in range(kern.stages + 1, MAX_STAGES + 1)
@@ -147,9 +147,8 @@ def _deepest(kern: Kernel, rows: int, cols: int, gated: bool) -> Kernel | None:
 def deep_variants(base: Plan) -> list[tuple[Plan, str]]:
     """The base, then its GEMMs' rings as deep as SMEM allows: gemm0 alone, gemm1 alone, both (the same tiles, split
     and grid: more weight bytes in flight per SM, which the H200's HBM may want where the H100's did not)."""
-    ch = base.chain
     g0, g1 = base.kernels
-    d0, d1 = _deepest(g0, ch.m, ch.n, ch.gated), _deepest(g1, ch.m, ch.l, False)
+    d0, d1 = _deepest(g0, base.chain.gated), _deepest(g1, False)
     out: list[tuple[Plan, str]] = [(base, "base: the run's fastest unfused wgmma plan")]
     if d0:
         out.append((dataclasses.replace(base, kernels=(d0, g1)), f"gemm0 ring {g0.stages} -> {d0.stages}"))
