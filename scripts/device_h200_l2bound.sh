@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One device call, on an H200 only (REQUIRE_GPU=H200 by default: another GPU stops at once): are the weight-streaming
+# GEMMs L2-bound there? final11's Nsight data has G5's and S1/S3's first GEMM moving 8.3-8.6 TB/s through L2 on
+# average (the calibrated L2 bandwidth is ~9 TB/s) while DRAM moves 3.6 TB/s, and two thirds of a 128 x 64 tile's
+# L2 reads are the activation tile every column tile re-reads. Two trials that an H100 (whose HBM binds first)
+# could not answer:
+#   1. the A-multicast trial (clusters of 2 and 4 load each A tile once by TMA multicast), each case's two fastest
+#      plans of the first final run plus odd M, exactly as results/h200/mcast_trial_h100.json ran on an H100: its
+#      generator is the tree of 8cdd290 with results/h200/mcast_trial.patch applied, copied (fusesim, scripts,
+#      workloads, hw_configs and the final run's plan and result files) into build/wt_mcast and carried;
+#   2. the deep-ring set (results/h200/plans_deep_ws.json, today's generator), twice, no Nsight Compute.
+# Prepare HERE: git worktree add W 8cdd290 && git -C W apply results/h200/mcast_trial.patch; copy W as above;
+# FUSESIM_CACHE=C PYTHONPATH=W:W/scripts python3 W/scripts/mcast_trial.py --stage S/.fscache 2 (from W);
+# python3 scripts/prebuild.py --plans-file results/h200/plans_deep_ws.json --stage S/.fscache --strip;
+# tar -cf - -C S .fscache | xz > .fscarry/cache.tar.xz.
+# Then: run(command="scripts/device_h200_l2bound.sh $OUT", carry=[".whl", ".fscarry", "build/wt_mcast"]).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+DEST=${1:?usage: scripts/device_h200_l2bound.sh OUT_DIR}
+mkdir -p "$DEST"
+export REQUIRE_GPU=${REQUIRE_GPU-H200}
+source scripts/device_env.sh
+rc=0
+echo "== $(date -u +%H:%M:%S) multicast trial on $GPU"
+(cd build/wt_mcast && PYTHONPATH=/tmp/site:$PWD:$PWD/scripts timeout "${T_MCAST:-330}" \
+  python3 scripts/mcast_trial.py "$DEST/mcast_trial$TAG.json" 2 2>&1 | cut -c1-200 | tail -80) || rc=1
+echo "== $(date -u +%H:%M:%S) deep rings"
+NCU=0 PLANS_FILE=results/h200/plans_deep_ws.json PREFIX=deep_ws bash scripts/device_one_wave.sh "$DEST" 2>&1 \
+  | grep -v "^  \|^|" | tail -24 || rc=1
+echo "== $(date -u +%H:%M:%S) done rc=$rc"
+exit $rc
