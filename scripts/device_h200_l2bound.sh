@@ -9,10 +9,11 @@
 #      generator is the tree of 8cdd290 with results/h200/mcast_trial.patch applied, copied (fusesim, scripts,
 #      workloads, hw_configs and the final run's plan and result files) into build/wt_mcast and carried;
 #   2. the deep-ring set (results/h200/plans_deep_ws.json, today's generator), twice, no Nsight Compute.
-# Prepare HERE: git worktree add W 8cdd290 && git -C W apply results/h200/mcast_trial.patch; copy W as above;
+# Prepare HERE: bash scripts/prepare_h200_l2bound.sh (it does: git worktree add W 8cdd290 && git -C W apply
+# results/h200/mcast_trial.patch; copy W as above;
 # FUSESIM_CACHE=C PYTHONPATH=W:W/scripts python3 W/scripts/mcast_trial.py --stage S/.fscache 2 (from W);
 # python3 scripts/prebuild.py --plans-file results/h200/plans_deep_ws.json --stage S/.fscache --strip;
-# tar -cf - -C S .fscache | xz > .fscarry/cache.tar.xz.
+# tar -cf - -C S .fscache | xz > .fscarry/cache.tar.xz).
 # Then: run(command="scripts/device_h200_l2bound.sh $OUT", carry=[".whl", ".fscarry", "build/wt_mcast"]).
 set -uo pipefail
 cd "$(dirname "$0")/.."
