@@ -22,11 +22,16 @@ mkdir -p "$DEST"
 export REQUIRE_GPU=${REQUIRE_GPU-H200}
 source scripts/device_env.sh
 rc=0
-echo "== $(date -u +%H:%M:%S) multicast trial on $GPU"
-(cd build/wt_mcast && PYTHONPATH=/tmp/site:$PWD:$PWD/scripts timeout "${T_MCAST:-330}" \
-  python3 scripts/mcast_trial.py "$DEST/mcast_trial$TAG.json" 2 2>&1 | cut -c1-200 | tail -80) || rc=1
-echo "== $(date -u +%H:%M:%S) deep rings"
-NCU=0 PLANS_FILE=results/h200/plans_deep_ws.json PREFIX=deep_ws bash scripts/device_one_wave.sh "$DEST" 2>&1 \
-  | grep -v "^  \|^|" | tail -24 || rc=1
+STEPS=${STEPS:-"mcast deep"}  # which of the two to run
+if [[ " $STEPS " == *" mcast "* ]]; then
+  echo "== $(date -u +%H:%M:%S) multicast trial on $GPU"
+  (cd build/wt_mcast && PYTHONPATH=/tmp/site:$PWD:$PWD/scripts timeout "${T_MCAST:-330}" \
+    python3 scripts/mcast_trial.py "$DEST/mcast_trial$TAG.json" 2 2>&1 | cut -c1-200 | tail -80) || rc=1
+fi
+if [[ " $STEPS " == *" deep "* ]]; then
+  echo "== $(date -u +%H:%M:%S) deep rings"
+  NCU=0 PLANS_FILE=results/h200/plans_deep_ws.json PREFIX=deep_ws bash scripts/device_one_wave.sh "$DEST" 2>&1 \
+    | grep -v "^  \|^|" | tail -24 || rc=1
+fi
 echo "== $(date -u +%H:%M:%S) done rc=$rc"
 exit $rc
