@@ -871,7 +871,8 @@ def deep_ring_ws_section(hw: Hardware) -> list[str]:
     """The deep-ring set (plans_deep_ws.json, two runs of scripts/device_one_wave.sh): per weight-streaming case each
     variant, rings as deep as SMEM allows, over the case's base, measured (the geometric mean of the runs) and
     simulated on `hw`."""
-    got, trial = deep_ring_ratios(), one_wave_runs(DEEP_WS_TRIAL)
+    trial = one_wave_runs(DEEP_WS_TRIAL)
+    got = deep_ring_ratios(trial)
     if got is None or trial is None:
         return []
     rows = []

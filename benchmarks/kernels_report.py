@@ -331,10 +331,11 @@ def one_wave_bullet() -> list[str]:
             f"({len(ratios[1])}); the simulator's H100 file predicts these ratios (benchmarks/h100.md)."]
 
 
-def deep_ring_ratios() -> tuple[dict[str, Any], list[tuple[str, str, float]]] | None:
-    """The deep-ring set (plans_deep_ws.json, two runs): its env and per variant (case, which rings deepened, time
-    over the case's base)."""
-    trial = one_wave_runs(DEEP_WS_TRIAL)
+def deep_ring_ratios(trial: tuple[dict[str, Any], list[tuple[str, list[tuple[dict[str, Any], float]]]]] | None = None,
+                     ) -> tuple[dict[str, Any], list[tuple[str, str, float]]] | None:
+    """The deep-ring set (plans_deep_ws.json, two runs; `trial`: `one_wave_runs(DEEP_WS_TRIAL)` where the caller has
+    read it): its env and per variant (case, which rings deepened, time over the case's base)."""
+    trial = trial or one_wave_runs(DEEP_WS_TRIAL)
     if trial is None:
         return None
     env, cases = trial
@@ -381,7 +382,7 @@ def l2_rate_bullet(prefix: str, ws: set[str]) -> list[str]:
                 for i, k in enumerate(kernels):
                     t = k["gpu__time_duration.sum"]
                     per[i].append((k["lts__t_bytes.sum"] / t, k["dram__bytes_read.sum"] / t, c["case"]))
-    if not per[0]:
+    if not per[0] or not exists(ROOT / MCAST_TRIAL):
         return []
     l2_gbps = load_hardware(ROOT / "hw_configs" / "h200_calibrated.yaml").l2_bandwidth_gbps
     top = max(per[0])
