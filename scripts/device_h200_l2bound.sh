@@ -32,10 +32,12 @@ export REQUIRE_GPU=${REQUIRE_GPU-H200}
 source scripts/device_env.sh
 rc=0
 STEPS=${STEPS:-"lookahead mcast"}  # which of the three to run, in this order (all three exceed one call)
+# the cases whose first GEMM leaves SMs free first (a lease cut short keeps what was measured)
+LOOKAHEAD_CASES=${LOOKAHEAD_CASES:-S6,S7,S2,S5,S3,S1,S4,G8,G5,S8,G6,G4,G7,G9,G10,G2,C1,C2,C3,C4,C5,C6,C7,C8}
 if [[ " $STEPS " == *" lookahead "* ]]; then
   echo "== $(date -u +%H:%M:%S) L2 lookahead trial on $GPU"
   (cd build/wt_lookahead && PYTHONPATH=/tmp/site:$PWD:$PWD/scripts timeout "${T_LOOKAHEAD:-240}" \
-    python3 scripts/l2_lookahead_trial.py "$DEST/l2_lookahead_trial$TAG.json" 2>&1 | cut -c1-230 \
+    python3 scripts/l2_lookahead_trial.py "$DEST/l2_lookahead_trial$TAG.json" "$LOOKAHEAD_CASES" 2>&1 | cut -c1-230 \
     | sed 's/unfused: cluster (1,1,1,1) //; s/grid 0x1 passes 1 //' | tail -30) || rc=1
 fi
 if [[ " $STEPS " == *" mcast "* ]]; then

@@ -12,7 +12,9 @@ stops without it), measured on an H100 (results/h200/l2_lookahead_trial_h100.jso
 
     FUSESIM_CACHE=... python3 scripts/l2_lookahead_trial.py --build-only      (here)
     python3 scripts/l2_lookahead_trial.py --stage DIR                          (here: copy them for the carry)
-    python3 scripts/l2_lookahead_trial.py OUT.json                             (on the GPU machine)
+    python3 scripts/l2_lookahead_trial.py OUT.json [S6,S7,...]                 (on the GPU machine)
+
+With a comma list of cases, only those, in that order (a short device lease measures the first ones).
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ PER_CASE = 1
 FINAL11 = "results/h200/final11_paper_*.json"
 
 
-def sources():
-    """(case, plan, {variant: Source}) of each case's PER_CASE fastest final11 unfused wgmma plans."""
+def sources(cases: str = ""):
+    """(case, plan, {variant: Source}) of each case's PER_CASE fastest final11 unfused wgmma plans; of the cases
+    in the comma list `cases` only, in its order, when it is given."""
 
     from fusesim.capability import codegen_switches
 
@@ -35,7 +38,11 @@ def sources():
     def keep(plan) -> bool:
         return plan.strategy == "unfused" and plan.instruction == "wgmma"
 
-    for case, plan in fastest_final_plans(keep, PER_CASE, FINAL11):
+    picked = list(fastest_final_plans(keep, PER_CASE, FINAL11))
+    if cases:
+        order = cases.split(",")
+        picked = sorted((cp for cp in picked if cp[0] in order), key=lambda cp: order.index(cp[0]))
+    for case, plan in picked:
         yield case, plan, switched_sources(plan, "gemm_l2_lookahead", VARIANTS)
 
 
