@@ -14,8 +14,8 @@
 #      (results/h200/l2_lookahead_trial_h100.json): on the H100 HBM was busy while gemm0 drained, but on the H200
 #      the first GEMMs of S2-S7, on 70-88 SMs, read DRAM at 2.7-3.7 TB/s of ~4.2 (final11's Nsight data), so
 #      gemm1's early blocks on the free SMs may stream D at no cost (the simulator disagrees: in its model those
-#      bodies already stream at the HBM rate, scripts/partial_sm_sim.py; the averages include start and tail); its generator is HEAD with
-#      results/h200/l2_lookahead_trial.patch applied, copied into build/wt_lookahead and carried.
+#      bodies already stream at the HBM rate, scripts/partial_sm_sim.py; the averages include start and tail);
+#      its generator is HEAD with results/h200/l2_lookahead_trial.patch applied, copied into build/wt_lookahead.
 # Prepare HERE: bash scripts/prepare_h200_l2bound.sh (it does: git worktree add W 8cdd290 && git -C W apply
 # results/h200/mcast_trial.patch; copy W as above;
 # FUSESIM_CACHE=C PYTHONPATH=W:W/scripts python3 W/scripts/mcast_trial.py --stage S/.fscache 2 (from W);
