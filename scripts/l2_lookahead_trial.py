@@ -41,6 +41,9 @@ def sources(cases: str = ""):
     picked = list(fastest_final_plans(keep, PER_CASE, FINAL11))
     if cases:
         order = cases.split(",")
+        unknown = sorted(set(order) - {case for case, _plan in picked})
+        if unknown:
+            raise SystemExit(f"no final11 unfused wgmma plan for {', '.join(unknown)}")
         picked = sorted((cp for cp in picked if cp[0] in order), key=lambda cp: order.index(cp[0]))
     for case, plan in picked:
         yield case, plan, switched_sources(plan, "gemm_l2_lookahead", VARIANTS)

@@ -3,7 +3,7 @@
 # 8cdd290 with results/h200/mcast_trial.patch applied; the patch no longer applies to main) copied into
 # build/wt_mcast, the L2 lookahead trial's (this checkout's HEAD with results/h200/l2_lookahead_trial.patch applied)
 # into build/wt_lookahead, and the kernels of the three trials built and packed into .fscarry/cache.tar.xz (which this
-# replaces: keep a copy if it holds other kernels). About 15 minutes on 2 cores.
+# replaces: keep a copy if it holds other kernels). About 6 minutes on 2 cores.
 #     bash scripts/prepare_h200_l2bound.sh
 # Then: run(command="scripts/device_h200_l2bound.sh $OUT",
 #           carry=[".whl", ".fscarry", "build/wt_mcast", "build/wt_lookahead"], kind="nvidia-h200").
