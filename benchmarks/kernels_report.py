@@ -367,10 +367,21 @@ def deep_ring_bullet() -> list[str]:
 MCAST_TRIAL = "results/h200/mcast_trial_h100.json"
 
 
+def _tile_load_bytes(chain: dict[str, Any], kernel: dict[str, Any], op: int) -> int:
+    """The bytes a gemm_wgmma GEMM's blocks load into SMEM from L2: every column tile re-reads its rows' activations
+    (A, or C' for the second GEMM) and every row tile its columns' weights (twice gated); TMA reads no rows past M."""
+    t = kernel["tiles"]
+    rows, cols = chain["m"], chain["n"] if op == 0 else chain["l"]
+    depth = chain["k"] if op == 0 else chain["n"]
+    weights = 2 if chain.get("gated") and op == 0 else 1
+    return 2 * depth * (cols // t["block_n"] * rows + -(-rows // t["block_m"]) * weights * cols)
+
+
 def l2_rate_bullet(prefix: str, ws: set[str]) -> list[str]:
-    """One line from the run's Nsight data: the weight-streaming cases' best kernels' average L2 and DRAM throughput
-    per GEMM (lts__t_bytes, dram__bytes_read over the kernel's duration) against the calibrated L2 bandwidth."""
-    per: dict[int, list[tuple[float, float, str]]] = {0: [], 1: []}
+    """One line from the run's Nsight data: the weight-streaming cases' best kernels' average tile loads (from the
+    plan), L2 and DRAM throughput per GEMM over the kernel's duration, against the calibrated L2 and HBM bandwidths."""
+    # per GEMM: (tile loads, lts__t_bytes, DRAM reads) in bytes per ns, case, block_n
+    per: dict[int, list[tuple[float, float, float, str, int]]] = {0: [], 1: []}
     for wl in WORKLOADS[:2]:
         path = ROOT / "results" / "h200" / f"{prefix}{wl}.json"
         if not exists(path):
@@ -381,11 +392,13 @@ def l2_rate_bullet(prefix: str, ws: set[str]) -> list[str]:
             if best and best["strategy"] == "unfused" and len(kernels) == 2:
                 for i, k in enumerate(kernels):
                     t = k["gpu__time_duration.sum"]
-                    per[i].append((k["lts__t_bytes.sum"] / t, k["dram__bytes_read.sum"] / t, c["case"]))
+                    kern = best["plan"]["kernels"][i]
+                    per[i].append((_tile_load_bytes(c["chain"], kern, i) / t, k["lts__t_bytes.sum"] / t,
+                                   k["dram__bytes_read.sum"] / t, c["case"], kern["tiles"]["block_n"]))
     if not per[0] or not exists(ROOT / MCAST_TRIAL):
         return []
-    l2_gbps = load_hardware(ROOT / "hw_configs" / "h200_calibrated.yaml").l2_bandwidth_gbps
-    top = max(per[0])
+    hw = load_hardware(ROOT / "hw_configs" / "h200_calibrated.yaml")
+    l2_gbps, hbm_gbps = hw.l2_bandwidth_gbps, hw.hbm_bandwidth_gbps
     mcast = read_json(ROOT / MCAST_TRIAL)["rows"]
     mc2 = statistics.median(r["us"]["multicast 2"] / r["us"]["own A"] for r in mcast if "multicast 2" in r["us"])
 
@@ -393,15 +406,25 @@ def l2_rate_bullet(prefix: str, ws: set[str]) -> list[str]:
         v = [x[j] / 1e3 for x in per[i]]
         return f"{min(v):.1f}-{max(v):.1f}"
 
+    def share(i: int, j: int, bw: float) -> str:
+        v = [x[j] / bw for x in per[i]]
+        return f"{min(v):.0%}-{max(v):.0%}"
+
+    lts_ratio = [x[1] / x[0] for i in (0, 1) for x in per[i]]
+    l2_first = sorted(x[3] for x in per[0] if x[0] / l2_gbps > x[2] / hbm_gbps)
+    narrow = sorted(x[3] for x in per[0] if x[4] == 64)
     return [f"- Where the weight-streaming GEMMs' time goes on the H200 (this run's Nsight Compute, each case's best "
-            "kernel, bytes over the kernel's whole duration): the first GEMM moves "
-            f"{span(0, 0)} TB/s through L2 (lts__t_bytes; {top[2]} {top[0] / 1e3:.1f}, {top[0] / l2_gbps:.0%} of the "
-            f"calibrated {l2_gbps / 1e3:.2f} TB/s) and reads {span(0, 1)} TB/s from DRAM; the second "
-            f"{span(1, 0)} and {span(1, 1)}. Two thirds of a non-gated 128 x 64 tile's L2 reads (half of a gated one's or a 128 x 128 one's) "
-            "are the activation tile every column tile re-reads, so on the H200 these kernels press on L2 "
-            "bandwidth as much as on HBM; on the H100 HBM binds first (loading each A tile once per cluster of 2 "
-            f"by multicast took {mc2:.3f}x the time there, median of {len(mcast)} plans, {MCAST_TRIAL}). The same trial on the "
-            "H200 is prepared (scripts/device_h200_l2bound.sh) and was not run: no H200 was lent for it."]
+            "kernel, bytes over the kernel's whole duration): the first GEMM's blocks load their tiles from L2 at "
+            f"{span(0, 0)} TB/s ({share(0, 0, l2_gbps)} of the calibrated {l2_gbps / 1e3:.2f} TB/s; the tile bytes "
+            f"follow from the plan, and Nsight's lts__t_bytes counts {min(lts_ratio):.2f}-{max(lts_ratio):.2f}x them) "
+            f"while DRAM delivers {span(0, 2)} TB/s ({share(0, 2, hbm_gbps)} of the calibrated {hbm_gbps / 1e3:.2f}); "
+            f"the second GEMM {span(1, 0)} and {span(1, 2)}. Two thirds of a non-gated 128 x 64 tile's loads (half of a "
+            "gated one's or a 128 x 128 one's) are the activation tile every column tile re-reads, yet only "
+            f"{', '.join(l2_first) or 'no case'} of the {len(per[0])} first GEMMs uses more of L2's bandwidth than of "
+            f"HBM's (the 128 x 64 ones: {', '.join(narrow)}); on the H100 HBM binds first (loading each A tile once per "
+            f"cluster of 2 by multicast took {mc2:.3f}x the time there, median of {len(mcast)} plans, {MCAST_TRIAL}). "
+            "The same trial on the H200 is prepared (scripts/device_h200_l2bound.sh) and was not run: no H200 was lent "
+            "for it."]
 
 
 CODE_WARM_TRIAL = "results/h200/code_warm_trial_h100.json"

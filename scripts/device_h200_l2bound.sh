@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Device calls, on an H200 only (REQUIRE_GPU=H200 by default: another GPU stops at once): are the weight-streaming
 # GEMMs L2-bound there? final11's Nsight data has G5's and S1/S3's first GEMM moving 8.3-8.6 TB/s through L2 on
-# average (the calibrated L2 bandwidth is ~9 TB/s) while DRAM moves 3.6 TB/s, and two thirds of a 128 x 64 tile's
-# L2 reads are the activation tile every column tile re-reads. Three trials that an H100 (whose HBM binds first)
-# could not answer (STEPS picks them; the first two fit one call, the deep rings take another):
+# average (lts__t_bytes, 1.2-1.5x the tile bytes their blocks load; those loads run at 41-73% of the calibrated
+# 9.83 TB/s, DRAM at 57-87% of 4.21: only G8's first GEMM uses more of L2's share than of HBM's, kernels.md), and
+# two thirds of a 128 x 64 tile's L2 reads are the activation tile every column tile re-reads. Three trials that an
+# H100 (whose HBM binds first) could not answer (STEPS picks them; the first two fit one call, the deep rings take
+# another):
 #   1. the A-multicast trial (clusters of 2 and 4 load each A tile once by TMA multicast), each case's two fastest
 #      plans of the first final run plus odd M, exactly as results/h200/mcast_trial_h100.json ran on an H100: its
 #      generator is the tree of 8cdd290 with results/h200/mcast_trial.patch applied, copied (fusesim, scripts,
