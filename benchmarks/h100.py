@@ -872,14 +872,13 @@ def deep_ring_ws_section(hw: Hardware) -> list[str]:
     variant, rings as deep as SMEM allows, over the case's base, measured (the geometric mean of the runs) and
     simulated on `hw`."""
     trial = one_wave_runs(DEEP_WS_TRIAL)
-    got = deep_ring_ratios(trial)
-    if got is None or trial is None:
+    if trial is None:
         return []
+    _env, measured = deep_ring_ratios(trial)
     rows = []
     for _case, runs in trial[1]:
         sims = [simulate(Plan.from_dict(p), hw).time_ns for p, _t in runs]
         rows += [q / sims[0] for q in sims[1:]]
-    measured = got[1]
     lines = ["", "## Rings as deep as SMEM allows: measured and simulated", "",
              f"`{DEEP_WS_TRIAL.format('{1,2}', '*')}` (`NCU=0 PLANS_FILE=results/h200/plans_deep_ws.json PREFIX=deep_ws "
              "scripts/device_one_wave.sh`, one device call, two runs): per weight-streaming case final11's fastest plan "

@@ -24,6 +24,7 @@ from typing import Any
 
 from fusesim.capability import SWITCHES, recorded_switches
 from fusesim.hardware import load_hardware
+from fusesim.planner.dataflow import gemm_kernel_volumes
 from fusesim.stored import exists, glob_json, read_json
 from fusesim.workload import Chain
 
@@ -367,21 +368,12 @@ def deep_ring_bullet() -> list[str]:
 MCAST_TRIAL = "results/h200/mcast_trial_h100.json"
 
 
-def _tile_load_bytes(chain: dict[str, Any], kernel: dict[str, Any], op: int) -> int:
-    """The bytes a gemm_wgmma GEMM's blocks load into SMEM from L2: every column tile re-reads its rows' activations
-    (A, or C' for the second GEMM) and every row tile its columns' weights (twice gated); TMA reads no rows past M."""
-    t = kernel["tiles"]
-    rows, cols = chain["m"], chain["n"] if op == 0 else chain["l"]
-    depth = chain["k"] if op == 0 else chain["n"]
-    weights = 2 if chain.get("gated") and op == 0 else 1
-    return 2 * depth * (cols // t["block_n"] * rows + -(-rows // t["block_m"]) * weights * cols)
-
-
 def l2_rate_bullet(prefix: str, ws: set[str]) -> list[str]:
     """One line from the run's Nsight data: the weight-streaming cases' best kernels' average tile loads (from the
     plan), L2 and DRAM throughput per GEMM over the kernel's duration, against the calibrated L2 and HBM bandwidths."""
     # per GEMM: (tile loads, lts__t_bytes, DRAM reads) in bytes per ns, case, block_n
     per: dict[int, list[tuple[float, float, float, str, int]]] = {0: [], 1: []}
+    hw = load_hardware(ROOT / "hw_configs" / "h200_calibrated.yaml")
     for wl in WORKLOADS[:2]:
         path = ROOT / "results" / "h200" / f"{prefix}{wl}.json"
         if not exists(path):
@@ -393,11 +385,13 @@ def l2_rate_bullet(prefix: str, ws: set[str]) -> list[str]:
                 for i, k in enumerate(kernels):
                     t = k["gpu__time_duration.sum"]
                     kern = best["plan"]["kernels"][i]
-                    per[i].append((_tile_load_bytes(c["chain"], kern, i) / t, k["lts__t_bytes.sum"] / t,
+                    # the tile bytes the blocks load from L2: the dataflow analyzer's l2_read of an unfused GEMM
+                    tiles = gemm_kernel_volumes(Chain.from_dict(c["chain"]), hw, f"gemm{i}", kern["tiles"]["block_m"],
+                                                kern["tiles"]["block_n"])["l2_read"]
+                    per[i].append((tiles / t, k["lts__t_bytes.sum"] / t,
                                    k["dram__bytes_read.sum"] / t, c["case"], kern["tiles"]["block_n"]))
     if not per[0] or not exists(ROOT / MCAST_TRIAL):
         return []
-    hw = load_hardware(ROOT / "hw_configs" / "h200_calibrated.yaml")
     l2_gbps, hbm_gbps = hw.l2_bandwidth_gbps, hw.hbm_bandwidth_gbps
     mcast = read_json(ROOT / MCAST_TRIAL)["rows"]
     mc2 = statistics.median(r["us"]["multicast 2"] / r["us"]["own A"] for r in mcast if "multicast 2" in r["us"])
