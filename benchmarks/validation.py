@@ -33,7 +33,7 @@ SETS = {
 }
 # measured after the fit, never fitted on: the gemm_wgmma family (TMA + wgmma + split-K, unfused)
 HELD_OUT_FINAL = "results/h200/final_paper_*.json"
-FINAL_LABEL = "final run: kernels.md's 438 plans, one run"
+FINAL_LABEL = "first final run: 438 plans, one run (2026-12-04 21:15 UTC)"
 # the runs before it, each on another device machine with the same driver, of the same frozen plans
 PRE_SEARCH_LABEL = "final run of 2026-12-04 08:52 UTC (the 405 plans before the simulator's picks; superseded)"
 PREVIOUS_FINALS = {
@@ -524,14 +524,14 @@ def counter_lines(rows: list[Row]) -> list[str]:
 
 
 def final_run_section(rows: list[Row]) -> list[str]:
-    """The one-run dataset of benchmarks/kernels.md: error per template family and per fused_wgmma
-    cluster size, and the cases whose predicted-best plan is not the measured best."""
+    """The first final run's one-run dataset (benchmarks/kernels.md rendered it until final3): error per template
+    family and per fused_wgmma cluster size, and the cases whose predicted-best plan is not the measured best."""
     stats: dict[str, list[Row]] = {}
     for r in rows:
         stats.setdefault(_family(r), []).append(r)
         if r.plan is not None and r.plan.instruction == "wgmma" and r.plan.strategy != "unfused":
             stats.setdefault(f"fused_wgmma, cluster size {r.plan.cluster.size}", []).append(r)
-    lines = ["## The final run (benchmarks/kernels.md's plans, one run), calibrated config", "",
+    lines = ["## The first final run (438 plans, one run, 2026-12-04 21:15 UTC), calibrated config", "",
              "| kernels | n | mean error (signed) | MAPE | slower on the GPU than simulated |",
              "| --- | --- | --- | --- | --- |"]
     for name in sorted(stats, key=lambda k: (k.startswith("fused_wgmma, "), k)):
@@ -1212,21 +1212,21 @@ def main() -> int:
         "All 26 cases in one run with the generator of 2026-12-06 (out of sample)",
         "The final run's frozen GEMM-chain and gated-FFN plans (results/h200/plans_final_*.json) and the conv chains' "
         "96 (results/h200/plans_estage.json), 413 plans, timed again on the H200 with every kernel change kept since "
-        "(`STEPS=bench PREFIX=final3_paper_ scripts/device_final2.sh`; benchmarks/kernels.md renders this run); the "
+        "(`STEPS=bench PREFIX=final3_paper_ scripts/device_final2.sh`; benchmarks/kernels.md rendered this run until final4); the "
         "simulator does not model fused_wgmma's producer early wait, which measured 1.001x (geomean) on an H100.",
         FINAL3_H200, kept[FINAL3_H200_LABEL])
     lines += frozen_picks_section(
         "All 26 cases again with the generator of 2026-12-06 08:30 (out of sample)",
         "The same 413 plans timed once more on the H200 after fused_wgmma's GEMM1 k-tile loop became unrolled "
         "(capability.FUSED_GEMM1_UNROLL; `STEPS=bench PREFIX=final4_paper_ scripts/device_final2.sh`; "
-        "benchmarks/kernels.md renders this run); the simulator does not model the unroll, which measured 1.000x "
+        "benchmarks/kernels.md rendered this run until final5); the simulator does not model the unroll, which measured 1.000x "
         "(median) on an H100, nor the producer early wait.",
         FINAL4_H200, kept[FINAL4_H200_LABEL])
     lines += frozen_picks_section(
         "All 26 cases again with the generator of 2026-12-06 10:00 (out of sample)",
         "The same 413 plans timed once more on the H200 after fused_wgmma's start and exit cluster barriers began to "
         "arrive .relaxed (capability.FUSED_RELAXED_ARRIVE; `STEPS=bench PREFIX=final5_paper_ "
-        "scripts/device_final2.sh`; benchmarks/kernels.md renders this run); the simulator charges the runs before "
+        "scripts/device_final2.sh`; benchmarks/kernels.md rendered this run until final11); the simulator charges the runs before "
         "it `cluster_release_ns` at fused_wgmma's start barrier (measured, below) and this one nothing; the exit "
         "barrier's release lies in the measured cluster-barrier skew, so it simulates these exits as long as before.",
         FINAL5_H200, kept[FINAL5_H200_LABEL])

@@ -155,7 +155,7 @@ def test_exact_simulated_tie_goes_to_the_deeper_ring() -> None:
 @pytest.mark.skipif(not exists(ROOT / "results" / "h200" / "final_paper_gemm_chains.json"),
                     reason="no committed final run")
 def test_committed_final_run_meets_the_validation_targets() -> None:
-    """Issue 6's targets on the committed final run (benchmarks/kernels.md's 438 kernels), so a
+    """Issue 6's targets on the committed final run (the first final run's 438 kernels, 2026-12-04), so a
     simulator change that loses them fails here: MAPE <= 10%, Pearson >= 0.95, within-case Spearman
     >= 0.9, the predicted best within 3% of the measured best for >= 90% of the cases, and every
     fused kernel's DRAM and DSM bytes within 5% of Nsight Compute."""
