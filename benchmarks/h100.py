@@ -293,8 +293,8 @@ def main() -> int:
     lines += ["", "## Against PyTorch on the H100", "",
               f"The stream trial timed PyTorch eager and CUDA graphs beside the kernels (its default stream, "
               f"bench's method). Over the {n} cases, the fastest of the three plans per case: geomean speedup "
-              f"{eager_x:.2f}x over eager, {graphs_x:.2f}x over graphs (the H200's final run: benchmarks/kernels.md). "
-              "The plans were the H200's; none was chosen for the H100.", ""]
+              f"{eager_x:.2f}x over eager, {graphs_x:.2f}x over graphs (the H200's own figures: benchmarks/kernels.md). "
+              "The plans were each strategy's fastest of the H200's first final run; none was chosen for the H100.", ""]
     lines += one_run_section()
     lines += repeat_section(sets)
     if exists(ROOT / H100_CALIBRATED):
