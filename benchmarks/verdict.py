@@ -91,6 +91,12 @@ def fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
 
+def disagreeing(verdicts: list[Verdict]) -> str:
+    """'C6 (measured 1.13x, simulated 0.88x), ...' for the verdicts that disagree; '' when none does."""
+    return ", ".join(f"{v.case} (measured {fmt(v.measured_speedup)}x, simulated {fmt(v.simulated_speedup)}x)"
+                     for v in verdicts if not v.agrees)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "verdict.md"))
@@ -142,8 +148,7 @@ def main() -> int:
                   "simulator of 2026-12-05 01:20 UTC and the final run's fastest of that strategy, 134 plans frozen in "
                   "results/h200/plans_verdict.json before any was timed, timed in one device call on 2026-12-05 15:06 UTC; "
                   f"measured = that run's fastest per strategy; `{main_cfg[0]}`, `--rank {main_cfg[1]}`): {score(held)}."]
-        wrong = [v for v in held if not v.agrees]
-        lines += [f"Disagreeing there: {', '.join(f'{v.case} (measured {fmt(v.measured_speedup)}x, simulated {fmt(v.simulated_speedup)}x)' for v in wrong) or 'none'}."]
+        lines += [f"Disagreeing there: {disagreeing(held) or 'none'}."]
         if im2col_cases:  # the set was frozen before the wgmma im2col kernels existed
             rest = [v for v in held if v.case not in im2col_cases]
             lines += [f"The set predates the wgmma implicit-im2col kernels, so for {', '.join(im2col_cases)} all its plans are "
@@ -161,9 +166,8 @@ def main() -> int:
         fs = files(pattern)
         if fs:
             vs = fusion_verdicts(fs, hws[main_cfg[0]], main_cfg[1])
-            wrong = "; ".join(f"{v.case} measured {fmt(v.measured_speedup)}x, simulated {fmt(v.simulated_speedup)}x"
-                              for v in vs if not v.agrees)
-            lines.append(f"- {label}: {score(vs)}" + (f" (disagreeing: {wrong})" if wrong else ""))
+            wrong = disagreeing(vs)
+            lines.append(f"- {label}: {score(vs)}" + (f"; disagreeing: {wrong}" if wrong else ""))
     lines += ["", f"## Per case (`{main_cfg[0]}`)", "",
               "| case | measured us: unfused / smem / dsm | measured speedup | `--rank simulated`: simulated us | "
               "speedup | agrees | `--rank cost`: speedup | agrees |", "| --- | --- | ---: | --- | ---: | --- | ---: | --- |"]
