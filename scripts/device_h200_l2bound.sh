@@ -17,7 +17,10 @@
 #      the first GEMMs of S2-S7, on 70-88 SMs, read DRAM at 2.7-3.7 TB/s of ~4.2 (final11's Nsight data), so
 #      gemm1's early blocks on the free SMs may stream D at no cost (the simulator disagrees: in its model those
 #      bodies already stream at the HBM rate, scripts/partial_sm_sim.py; the averages include start and tail);
-#      its generator is HEAD with results/h200/l2_lookahead_trial.patch applied, copied into build/wt_lookahead.
+#      its generator is HEAD with results/h200/l2_lookahead_trial.patch applied, copied into build/wt_lookahead;
+#   4. (STEPS "stream", first when named; needs none of the carry but .whl) the stream_floor calibration group: how
+#      fast a kernel that only streams each weight-streaming case's weights (one kernel, or two with PDL as the
+#      unfused chain) runs in bench's harness, against the HBM floor and our best kernel (scripts/stream_floor_table.py).
 # Prepare HERE: bash scripts/prepare_h200_l2bound.sh (it does: git worktree add W 8cdd290 && git -C W apply
 # results/h200/mcast_trial.patch; copy W as above;
 # FUSESIM_CACHE=C PYTHONPATH=W:W/scripts python3 W/scripts/mcast_trial.py --stage S/.fscache 2 (from W);
@@ -37,6 +40,12 @@ rc=0
 STEPS=${STEPS:-"lookahead mcast"}  # which of the three to run, in this order (all three exceed one call)
 # the cases whose first GEMM leaves SMs free first (a lease cut short keeps what was measured)
 LOOKAHEAD_CASES=${LOOKAHEAD_CASES:-S6,S7,S2,S5,S3,S1,S4,G8,G5,S8,G6,G4,G7,G9,G10,G2,C1,C2,C3,C4,C5,C6,C7,C8}
+if [[ " $STEPS " == *" stream "* ]]; then
+  echo "== $(date -u +%H:%M:%S) stream floor on $GPU"
+  timeout "${T_STREAM:-120}" python3 -m fusesim.calibrate.runner --out "$DEST/calibration_stream_floor$TAG.json" \
+    --build-dir build/calibrate --groups info,stream_floor 2>&1 | tail -5 || rc=1
+  python3 scripts/stream_floor_table.py "$DEST/calibration_stream_floor$TAG.json" || rc=1
+fi
 if [[ " $STEPS " == *" lookahead "* ]]; then
   echo "== $(date -u +%H:%M:%S) L2 lookahead trial on $GPU"
   (cd build/wt_lookahead && PYTHONPATH=/tmp/site:$PWD:$PWD/scripts timeout "${T_LOOKAHEAD:-240}" \

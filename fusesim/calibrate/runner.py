@@ -34,7 +34,7 @@ NVCC_FLAGS = ["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-Xp
 
 # Order matters only for the log; each group is independent.
 GROUPS = ("info", "clock", "occupancy", "gpc", "hbm", "hbm_inflight", "l2", "l2bulk", "l2red", "ticket", "l2reuse", "smem", "dsm", "dsm_bulk", "dsm_lat",
-          "barrier", "mma", "wgmma", "wgmma_stage", "launch", "pdl", "icache", "kernel_start")
+          "barrier", "mma", "wgmma", "wgmma_stage", "launch", "pdl", "icache", "kernel_start", "stream_floor")
 
 # Metrics verified on an H200 with ncu 2025.3 (shared/reference/hopper.md) and the two
 # instruction counters that check the SMEM and global-load benchmarks; if ncu rejects the full list

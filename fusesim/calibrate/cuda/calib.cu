@@ -3,7 +3,7 @@
 // One binary, one benchmark group per invocation, so that a fault in one group (a sticky CUDA
 // error, a hang killed by the runner's timeout) loses only that group:
 //     calib GROUP [--quick]        prints one JSON object on stdout
-// Groups: info clock hbm hbm_inflight l2 l2red ticket l2reuse smem dsm dsm_lat barrier occupancy gpc mma wgmma launch pdl icache kernel_start verify.
+// Groups: info clock hbm hbm_inflight l2 l2red ticket l2reuse smem dsm dsm_lat barrier occupancy gpc mma wgmma launch pdl icache kernel_start stream_floor verify.
 // `verify` runs the key kernels once with small counts and prints the instruction and byte counts
 // they must execute, for the runner to compare with Nsight Compute (ptxas can merge repeated loads:
 // a bandwidth number is trusted only when the executed instruction count matches).
@@ -2438,6 +2438,146 @@ static void group_verify(Json& j) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// stream_floor: how fast any kernel streams a weight-streaming case's bytes in bench's harness (L2
+// evicted by reading 2.5x its size, then a spin so the launch is queued, CUDA events around the
+// launch). The generated unfused chains of the cases whose HBM floor is above 10 us sit 12-14.5 us
+// above it (benchmarks/kernels.md); this asks how much of that a pure stream of the same bytes pays.
+// k_stream: one block per SM, thread 0 keeps RING chunks of 16 KiB in flight with cp.async.bulk
+// into an SMEM ring (as the templates' TMA rings), over the block's contiguous share of the buffer;
+// no math. As one kernel over B + D, or as two (B, then D) where the second is a programmatic
+// dependent launch that issues its first RING chunks before griddepcontrol.wait (gemm_wgmma's gemm1).
+constexpr uint32_t kStreamChunk = 16 * 1024;
+
+template <int ROLE>  // 0: alone, 1: PDL primary, 2: PDL secondary
+__global__ void __launch_bounds__(32, 1) k_stream(const char* __restrict__ buf, size_t bytes, int ring,
+                                                  uint32_t* sink) {
+  extern __shared__ __align__(128) unsigned char st_ring[];
+  __shared__ __align__(8) uint64_t bars[16];
+  if constexpr (ROLE == 1) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (threadIdx.x != 0) return;
+  const size_t chunks = bytes / kStreamChunk;
+  const size_t per = (chunks + gridDim.x - 1) / gridDim.x;
+  const size_t c0 = per * blockIdx.x, c1 = c0 + per < chunks ? c0 + per : chunks;
+  const int n = c1 > c0 ? (int)(c1 - c0) : 0;
+  const uint32_t dst0 = cta_addr(st_ring);
+  for (int s = 0; s < ring; ++s) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(cta_addr(bars + s)));
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::);
+  for (int i = 0; i < n; ++i) {
+    const int s = i % ring;
+    const uint32_t bar = cta_addr(bars + s);
+    if (i >= ring) mbar_wait_parity(bar, (uint32_t)((i / ring - 1) & 1));
+    if constexpr (ROLE == 2) {
+      if (i == ring) asm volatile("griddepcontrol.wait;" ::: "memory");
+    }
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(kStreamChunk));
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 ::"r"(dst0 + s * kStreamChunk), "l"(buf + (c0 + i) * kStreamChunk), "r"(kStreamChunk), "r"(bar)
+                 : "memory");
+  }
+  for (int i = n > ring ? n - ring : 0; i < n; ++i) mbar_wait_parity(cta_addr(bars + i % ring), (uint32_t)((i / ring) & 1));
+  if constexpr (ROLE == 2) {
+    if (n <= ring) asm volatile("griddepcontrol.wait;" ::: "memory");
+  }
+  if (st_ring[5] == 0xA5 && st_ring[9] == 0x5A) sink[0] = st_ring[7];
+}
+
+static void group_stream_floor(Json& j) {
+  const int sms = sm_count(), reps = g_quick ? 5 : 30;
+  int l2 = 0;
+  CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  const size_t flush_bytes = (size_t)l2 * 5 / 2 / 16 * 16;
+  // The weight-streaming paper cases' weights (B: K x N, twice for the gated ones; D: N x L; bf16).
+  struct Case { const char* id; size_t b, d; };
+  const Case cases[] = {{"G5", 134217728, 134217728}, {"G6", 8388608, 8388608}, {"G8", 33554432, 33554432},
+                        {"S1", 100663296, 50331648}, {"S2", 46137344, 23068672}, {"S3", 180355072, 90177536},
+                        {"S4", 67108864, 33554432}, {"S5", 90177536, 45088768}, {"S6", 55050240, 27525120},
+                        {"S7", 99614720, 49807360}, {"S8", 12582912, 6291456}};
+  size_t most = 0;
+  for (const Case& c : cases) most = std::max(most, c.b + c.d);
+  char *buf, *flush;
+  uint32_t* sink;
+  CK(cudaMalloc(&buf, most));
+  CK(cudaMalloc(&flush, flush_bytes));
+  CK(cudaMalloc(&sink, 16));
+  CK(cudaMemset(buf, 0x5c, most));
+  CK(cudaMemset(flush, 0x11, flush_bytes));
+  const int rings[] = {4, 8};
+  for (int r : rings) {
+    allow_big(k_stream<0>, r * kStreamChunk);
+    allow_big(k_stream<1>, r * kStreamChunk);
+    allow_big(k_stream<2>, r * kStreamChunk);
+  }
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  // One timed launch as bench's queued mode: flush, spin, start event, kernel(s), end event.
+  auto timed = [&](auto launch) {
+    std::vector<double> us;
+    for (int rep = 0; rep < reps + 2; ++rep) {
+      k_touch<<<sms, 256, 0, s>>>(reinterpret_cast<const uint4*>(flush), flush_bytes / 16, sink);
+      k_spin<<<1, 32, 0, s>>>(100000);
+      CK(cudaEventRecord(e0, s));
+      launch();
+      CK(cudaEventRecord(e1, s));
+      CK(cudaStreamSynchronize(s));
+      CKL();
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      if (rep >= 2) us.push_back(ms * 1e3);
+    }
+    return us;
+  };
+  auto second = [&](const char* p, size_t bytes, int ring, bool pdl) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(sms);
+    cfg.blockDim = dim3(32);
+    cfg.dynamicSmemBytes = ring * kStreamChunk;
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    CK(cudaLaunchKernelEx(&cfg, k_stream<2>, p, bytes, ring, sink));
+  };
+  j.num("sms", sms).num("chunk_bytes", kStreamChunk).num("flush_bytes", (double)flush_bytes).num("reps", reps);
+  j.arr("cases");
+  for (const Case& c : cases) {
+    const size_t total = c.b + c.d;
+    for (int r : rings) {
+      const size_t smem = r * kStreamChunk;
+      std::vector<double> one = timed([&] { k_stream<0><<<sms, 32, smem, s>>>(buf, total, r, sink); });
+      std::vector<double> two_pdl = timed([&] {
+        k_stream<1><<<sms, 32, smem, s>>>(buf, c.b, r, sink);
+        second(buf + c.b, c.d, r, true);
+      });
+      std::vector<double> two = timed([&] {
+        k_stream<1><<<sms, 32, smem, s>>>(buf, c.b, r, sink);
+        second(buf + c.b, c.d, r, false);
+      });
+      std::vector<double> first = timed([&] { k_stream<0><<<sms, 32, smem, s>>>(buf, c.b, r, sink); });
+      j.obj().str("case", c.id).num("b_bytes", (double)c.b).num("d_bytes", (double)c.d).num("ring", r);
+      j.num("one_kernel_us_median", median(one)).num("two_kernels_pdl_us_median", median(two_pdl));
+      j.num("two_kernels_us_median", median(two)).num("b_alone_us_median", median(first));
+      j.num("one_kernel_gbps", (double)total / (median(one) * 1e-6) / 1e9).close_obj();
+    }
+  }
+  j.close_arr();
+  j.str("method", "k_stream: one 32-thread block per SM, thread 0 keeps `ring` 16 KiB cp.async.bulk copies in flight "
+        "into SMEM over its contiguous share; timed as bench's queued mode (k_touch read of 2.5x L2, 100 us spin, "
+        "CUDA events around the launch(es)); one kernel over B + D, two kernels B then D (the second a programmatic "
+        "dependent launch issuing its first ring of chunks before griddepcontrol.wait, or a plain stream-ordered "
+        "launch), and B alone; medians of reps");
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  CK(cudaStreamDestroy(s));
+  CK(cudaFree(buf));
+  CK(cudaFree(flush));
+  CK(cudaFree(sink));
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: calib GROUP [--quick]\n");
@@ -2475,6 +2615,7 @@ int main(int argc, char** argv) {
   else if (g == "pdl") group_pdl(j);
   else if (g == "icache") group_icache(j);
   else if (g == "kernel_start") group_kernel_start(j);
+  else if (g == "stream_floor") group_stream_floor(j);
   else if (g == "verify") group_verify(j);
   else {
     fprintf(stderr, "unknown group %s\n", g.c_str());
