@@ -35,11 +35,11 @@ def main(argv: list[str]) -> int:
         return 1
     ours = best_times()
     print(f"{raw['environment']['gpu']}, {raw['environment']['date_utc']}; us, queued as bench (L2 flushed)")
-    print("case ring  B+D MB  floor  one  two_pdl  two  B_alone  one/floor  ours(final11)")
+    print("case ring act  B+D MB  floor  one  two_pdl  two  B_alone  one/floor  ours(final11)")
     for r in res["cases"]:
         mb = (r["b_bytes"] + r["d_bytes"]) / 1e6
         floor = (r["b_bytes"] + r["d_bytes"]) / FLOOR_BYTES_PER_US
-        print(f"{r['case']:4} {r['ring']:4} {mb:7.1f} {floor:6.2f} {r['one_kernel_us_median']:6.2f} "
+        print(f"{r['case']:4} {r['ring']:4} {r.get('act_per_weight', 0):3} {mb:7.1f} {floor:6.2f} {r['one_kernel_us_median']:6.2f} "
               f"{r['two_kernels_pdl_us_median']:7.2f} {r['two_kernels_us_median']:6.2f} {r['b_alone_us_median']:7.2f} "
               f"{r['one_kernel_us_median'] / floor:9.2f}  {ours.get(r['case'], float('nan')):.2f}")
     return 0

@@ -2442,14 +2442,18 @@ static void group_verify(Json& j) {
 // evicted by reading 2.5x its size, then a spin so the launch is queued, CUDA events around the
 // launch). The generated unfused chains of the cases whose HBM floor is above 10 us sit 12-14.5 us
 // above it (benchmarks/kernels.md); this asks how much of that a pure stream of the same bytes pays.
-// k_stream: one block per SM, thread 0 keeps RING chunks of 16 KiB in flight with cp.async.bulk
-// into an SMEM ring (as the templates' TMA rings), over the block's contiguous share of the buffer;
-// no math. As one kernel over B + D, or as two (B, then D) where the second is a programmatic
-// dependent launch that issues its first RING chunks before griddepcontrol.wait (gemm_wgmma's gemm1).
+// k_stream: one block per SM, thread 0 keeps RING slots in flight with cp.async.bulk into an SMEM
+// ring (as the templates' TMA rings), over the block's contiguous share of the weights, 16 KiB of
+// weights per slot; no math. With A_PER_W > 0 each slot also copies A_PER_W chunks of 16 KiB of an
+// activation buffer that every block walks in the same order (the A / C' tile every column tile of a
+// GEMM re-reads from L2: 2 for a 128 x 64 tile, 1 for a 128 x 128 or a gated 128 x 64 one). As one
+// kernel over B + D, or as two (B, then D) where the second is a programmatic dependent launch that
+// issues its first RING slots before griddepcontrol.wait (gemm_wgmma's gemm1).
 constexpr uint32_t kStreamChunk = 16 * 1024;
 
 template <int ROLE>  // 0: alone, 1: PDL primary, 2: PDL secondary
 __global__ void __launch_bounds__(32, 1) k_stream(const char* __restrict__ buf, size_t bytes, int ring,
+                                                  const char* __restrict__ act, uint32_t act_chunks, int a_per_w,
                                                   uint32_t* sink) {
   extern __shared__ __align__(128) unsigned char st_ring[];
   __shared__ __align__(8) uint64_t bars[16];
@@ -2459,9 +2463,11 @@ __global__ void __launch_bounds__(32, 1) k_stream(const char* __restrict__ buf, 
   const size_t per = (chunks + gridDim.x - 1) / gridDim.x;
   const size_t c0 = per * blockIdx.x, c1 = c0 + per < chunks ? c0 + per : chunks;
   const int n = c1 > c0 ? (int)(c1 - c0) : 0;
+  const uint32_t slot = (1u + (uint32_t)a_per_w) * kStreamChunk;
   const uint32_t dst0 = cta_addr(st_ring);
   for (int s = 0; s < ring; ++s) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(cta_addr(bars + s)));
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::);
+  uint32_t a_next = 0;
   for (int i = 0; i < n; ++i) {
     const int s = i % ring;
     const uint32_t bar = cta_addr(bars + s);
@@ -2469,10 +2475,17 @@ __global__ void __launch_bounds__(32, 1) k_stream(const char* __restrict__ buf, 
     if constexpr (ROLE == 2) {
       if (i == ring) asm volatile("griddepcontrol.wait;" ::: "memory");
     }
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(kStreamChunk));
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(slot));
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-                 ::"r"(dst0 + s * kStreamChunk), "l"(buf + (c0 + i) * kStreamChunk), "r"(kStreamChunk), "r"(bar)
+                 ::"r"(dst0 + s * slot), "l"(buf + (c0 + i) * kStreamChunk), "r"(kStreamChunk), "r"(bar)
                  : "memory");
+    for (int a = 0; a < a_per_w; ++a) {
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                   ::"r"(dst0 + s * slot + (1 + a) * kStreamChunk), "l"(act + (size_t)a_next * kStreamChunk),
+                   "r"(kStreamChunk), "r"(bar)
+                   : "memory");
+      a_next = a_next + 1 == act_chunks ? 0 : a_next + 1;
+    }
   }
   for (int i = n > ring ? n - ring : 0; i < n; ++i) mbar_wait_parity(cta_addr(bars + i % ring), (uint32_t)((i / ring) & 1));
   if constexpr (ROLE == 2) {
@@ -2494,18 +2507,24 @@ static void group_stream_floor(Json& j) {
                         {"S7", 99614720, 49807360}, {"S8", 12582912, 6291456}};
   size_t most = 0;
   for (const Case& c : cases) most = std::max(most, c.b + c.d);
-  char *buf, *flush;
+  const uint32_t act_chunks = 64;  // 1 MiB: A of K = 4096 (128 x 4096 bf16), read into L2 on first touch
+  char *buf, *flush, *act;
   uint32_t* sink;
   CK(cudaMalloc(&buf, most));
   CK(cudaMalloc(&flush, flush_bytes));
+  CK(cudaMalloc(&act, (size_t)act_chunks * kStreamChunk));
   CK(cudaMalloc(&sink, 16));
   CK(cudaMemset(buf, 0x5c, most));
   CK(cudaMemset(flush, 0x11, flush_bytes));
-  const int rings[] = {4, 8};
-  for (int r : rings) {
-    allow_big(k_stream<0>, r * kStreamChunk);
-    allow_big(k_stream<1>, r * kStreamChunk);
-    allow_big(k_stream<2>, r * kStreamChunk);
+  CK(cudaMemset(act, 0x3a, (size_t)act_chunks * kStreamChunk));
+  // (ring slots, activation chunks per weight chunk): 64-128 KiB of weights in flight per SM without
+  // activations; with them, 4 slots of 32 or 48 KiB (the templates' 128 x 64 rings hold 6 x 24 KiB)
+  const int shapes[][2] = {{4, 0}, {8, 0}, {4, 1}, {4, 2}};
+  for (const auto& sh : shapes) {
+    const size_t smem = (size_t)sh[0] * (1 + sh[1]) * kStreamChunk;
+    allow_big(k_stream<0>, smem);
+    allow_big(k_stream<1>, smem);
+    allow_big(k_stream<2>, smem);
   }
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -2529,52 +2548,57 @@ static void group_stream_floor(Json& j) {
     }
     return us;
   };
-  auto second = [&](const char* p, size_t bytes, int ring, bool pdl) {
+  auto second = [&](const char* p, size_t bytes, int ring, int a, size_t smem, bool pdl) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(sms);
     cfg.blockDim = dim3(32);
-    cfg.dynamicSmemBytes = ring * kStreamChunk;
+    cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = pdl ? 1 : 0;
-    CK(cudaLaunchKernelEx(&cfg, k_stream<2>, p, bytes, ring, sink));
+    CK(cudaLaunchKernelEx(&cfg, k_stream<2>, p, bytes, ring, (const char*)act, act_chunks, a, sink));
   };
   j.num("sms", sms).num("chunk_bytes", kStreamChunk).num("flush_bytes", (double)flush_bytes).num("reps", reps);
+  j.num("act_bytes", (double)act_chunks * kStreamChunk);
   j.arr("cases");
   for (const Case& c : cases) {
     const size_t total = c.b + c.d;
-    for (int r : rings) {
-      const size_t smem = r * kStreamChunk;
-      std::vector<double> one = timed([&] { k_stream<0><<<sms, 32, smem, s>>>(buf, total, r, sink); });
+    for (const auto& sh : shapes) {
+      const int r = sh[0], a = sh[1];
+      const size_t smem = (size_t)r * (1 + a) * kStreamChunk;
+      std::vector<double> one = timed([&] { k_stream<0><<<sms, 32, smem, s>>>(buf, total, r, act, act_chunks, a, sink); });
       std::vector<double> two_pdl = timed([&] {
-        k_stream<1><<<sms, 32, smem, s>>>(buf, c.b, r, sink);
-        second(buf + c.b, c.d, r, true);
+        k_stream<1><<<sms, 32, smem, s>>>(buf, c.b, r, act, act_chunks, a, sink);
+        second(buf + c.b, c.d, r, a, smem, true);
       });
       std::vector<double> two = timed([&] {
-        k_stream<1><<<sms, 32, smem, s>>>(buf, c.b, r, sink);
-        second(buf + c.b, c.d, r, false);
+        k_stream<1><<<sms, 32, smem, s>>>(buf, c.b, r, act, act_chunks, a, sink);
+        second(buf + c.b, c.d, r, a, smem, false);
       });
-      std::vector<double> first = timed([&] { k_stream<0><<<sms, 32, smem, s>>>(buf, c.b, r, sink); });
+      std::vector<double> first = timed([&] { k_stream<0><<<sms, 32, smem, s>>>(buf, c.b, r, act, act_chunks, a, sink); });
       j.obj().str("case", c.id).num("b_bytes", (double)c.b).num("d_bytes", (double)c.d).num("ring", r);
+      j.num("act_per_weight", a);
       j.num("one_kernel_us_median", median(one)).num("two_kernels_pdl_us_median", median(two_pdl));
       j.num("two_kernels_us_median", median(two)).num("b_alone_us_median", median(first));
       j.num("one_kernel_gbps", (double)total / (median(one) * 1e-6) / 1e9).close_obj();
     }
   }
   j.close_arr();
-  j.str("method", "k_stream: one 32-thread block per SM, thread 0 keeps `ring` 16 KiB cp.async.bulk copies in flight "
-        "into SMEM over its contiguous share; timed as bench's queued mode (k_touch read of 2.5x L2, 100 us spin, "
-        "CUDA events around the launch(es)); one kernel over B + D, two kernels B then D (the second a programmatic "
-        "dependent launch issuing its first ring of chunks before griddepcontrol.wait, or a plain stream-ordered "
-        "launch), and B alone; medians of reps");
+  j.str("method", "k_stream: one 32-thread block per SM, thread 0 keeps `ring` slots of cp.async.bulk copies in "
+        "flight into SMEM over its contiguous share of the weights (16 KiB of weights per slot, plus "
+        "`act_per_weight` 16 KiB chunks of a 1 MiB activation buffer every block walks in the same order); timed as "
+        "bench's queued mode (k_touch read of 2.5x L2, 100 us spin, CUDA events around the launch(es)); one kernel "
+        "over B + D, two kernels B then D (the second a programmatic dependent launch issuing its first ring of "
+        "slots before griddepcontrol.wait, or a plain stream-ordered launch), and B alone; medians of reps");
   CK(cudaEventDestroy(e0));
   CK(cudaEventDestroy(e1));
   CK(cudaStreamDestroy(s));
   CK(cudaFree(buf));
   CK(cudaFree(flush));
+  CK(cudaFree(act));
   CK(cudaFree(sink));
 }
 
