@@ -107,3 +107,24 @@ def test_the_committed_shortlist_holds_each_cases_best_plan_of_the_runs_it_was_c
                 listed = [mod._key(e["plan"]) for e in short[case]]
                 assert min(rows)[1] in listed, (run, case)
                 assert len(listed) == len(set(listed)) < len(frozen[case])
+
+
+def test_stream_fit_recovers_a_fixed_cost_and_a_rate():
+    mod = _report_module()
+    rows = [{"bytes": b, "one": 4.0 + b / 3.2e6} for b in (16e6, 70e6, 150e6, 270e6)]  # 4 us + bytes / 3.2 TB/s
+    fixed, tbps = mod.stream_fit(rows)
+    assert fixed == pytest.approx(4.0)
+    assert tbps == pytest.approx(3.2)
+
+
+@pytest.mark.skipif(not exists(ROOT / "results" / "h200" / "calibration_stream_floor_h100.json"),
+                    reason="no committed stream_floor measurement")
+def test_stream_floor_rows_keep_the_activation_variants_out_of_the_pure_stream():
+    mod = _report_module()
+    _env, rows = mod.stream_floor_rows("_h100")
+    raw = read_json(ROOT / "results" / "h200" / "calibration_stream_floor_h100.json")["groups"]["stream_floor"]
+    for row in rows:
+        pure = [r for r in raw["cases"] if r["case"] == row["case"] and r["act_per_weight"] == 0]
+        assert row["two"] == min(r["two_kernels_pdl_us_median"] for r in pure)
+        assert set(row["two_act"]) == {1, 2}
+        assert row["ours"] is not None and row["ours"] > row["two"]
