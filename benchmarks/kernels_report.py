@@ -515,7 +515,9 @@ def stream_floor_bullet() -> list[str]:
         extra = [r["ours"] - r["two"] for r in both]
         ratio = [r["ours"] / r["two"] for r in both]
         pdl = [r["two"] - r["one"] for r in rows]
-        lines.append(
+        act = [r["two_act"][2] - r["two"] for r in rows if 2 in r["two_act"]]
+        big = sorted((r for r in rows if r["floor"] > 10), key=lambda r: 1.3 * r["floor"] - r["two"])
+        text = (
             f"- What streaming these cases' weights costs any kernel in this harness ({env['gpu']}, "
             f"{env['date_utc'][:16]} UTC, {STREAM_FLOOR.format(tag)}, calibration group stream_floor): one block per "
             "SM keeping 4 or 8 bulk copies of 16 KiB in flight over its share of B and D, no math, timed as bench "
@@ -525,16 +527,15 @@ def stream_floor_bullet() -> list[str]:
             f"{min(extra):.1f}-{max(extra):.1f} us (median {statistics.median(extra):.1f}) more than the two-kernel "
             f"stream, {min(ratio):.2f}-{max(ratio):.2f}x its time: that is what the GEMMs add to the stream (first "
             "data needing both operands, the epilogues, the split-K sums, grids that leave SMs idle, among others), "
-            "not the launches or HBM."
-            + (f" Little of it is the activation re-read there: with 32 KiB of an L2-resident activation buffer per 16 KiB "
-               f"of weights (a 128 x 64 tile's A: three times the bytes into each SM) the two-kernel stream (4 slots) "
-               f"takes {min(act):+.2f} to {max(act):+.2f} us longer than the faster pure one." if (act := [r["two_act"][2] - r["two"] for r in rows
-                                                                          if 2 in r["two_act"]]) else ""))
-        big = sorted((r for r in rows if r["floor"] > 10), key=lambda r: 1.3 * r["floor"] - r["two"])
-        lines[-1] += (" Held against the 1.3x-of-the-floor target with that GPU's floor (`" + STREAM_FLOOR_HW[tag]
-                      + "`), the two-kernel stream leaves " + ", ".join(
-                          f"{r['case']} {1.3 * r['floor'] - r['two']:.1f}" for r in big)
-                      + " us for all that the GEMMs add (the cases with a floor above 10 us).")
+            "not the launches or HBM.")
+        if act:
+            text += (" Little of it is the activation re-read there: with 32 KiB of an L2-resident activation buffer "
+                     "per 16 KiB of weights (a 128 x 64 tile's A: three times the bytes into each SM) the two-kernel "
+                     f"stream (4 slots) takes {min(act):+.2f} to {max(act):+.2f} us longer than the faster pure one.")
+        text += (f" Held against the 1.3x-of-the-floor target with that GPU's floor (`{STREAM_FLOOR_HW[tag]}`), the "
+                 "two-kernel stream leaves " + ", ".join(f"{r['case']} {1.3 * r['floor'] - r['two']:.1f}" for r in big)
+                 + " us for all that the GEMMs add (the cases with a floor above 10 us).")
+        lines.append(text)
     if lines and not exists(ROOT / STREAM_FLOOR.format("")):
         lines[-1] += (" The same group on the H200 is prepared (`STEPS=stream scripts/device_h200_l2bound.sh`) and was "
                       "not run: no H200 was lent.")
