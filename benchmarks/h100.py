@@ -942,9 +942,10 @@ def stream_floor_section() -> list[str]:
              f"`results/h200/calibration_stream_floor_h100.json` ({env['gpu']}, {env['date_utc'][:16]} UTC; "
              "`REQUIRE_GPU= STEPS=stream scripts/device_h200_l2bound.sh $OUT`, the calibration group stream_floor): "
              "one block per SM, one thread keeping 4 or 8 bulk copies of 16 KiB in flight over the block's share of "
-             "the case's weights (B, then D), no math (1x / 2x: also 16 or 32 KiB of activations per 16 KiB of weights), "
-             "timed as bench times our kernels (L2 flushed, queued, CUDA "
-             "events; the faster ring of the two). `two kernels` streams B, then D in a programmatic dependent launch "
+             "the case's weights (B, then D), no math, timed as bench times our kernels (L2 flushed, queued, CUDA "
+             "events; the faster ring of the two; `1x / 2x`: 4 slots, each also copying 16 or 32 KiB of an "
+             "L2-resident activation buffer per 16 KiB of weights). `two kernels` streams B, then D in a programmatic "
+             "dependent launch "
              "that issues its first copies before griddepcontrol.wait, as gemm_wgmma's gemm1. `ours`: the case's "
              f"fastest verified plan in `{FINAL10_LEAN}`. One kernel fits {fixed:.1f} us + bytes / {tbps:.2f} TB/s "
              "(least squares).", "",
@@ -965,8 +966,8 @@ def stream_floor_section() -> list[str]:
     if extra:
         lines += ["", f"With each 16 KiB of weights also 32 KiB of an L2-resident activation buffer that every block "
                   "walks in the same order (a 128 x 64 tile's A re-read: three times the bytes into each SM), the "
-                  f"two-kernel stream (4 slots) takes {min(extra):+.2f} to {max(extra):+.2f} us longer than the faster pure one: on the H100 the re-read "
-                  "activations are not where our kernels' extra time goes."]
+                  f"two-kernel stream (4 slots) takes {min(extra):+.2f} to {max(extra):+.2f} us longer than the faster "
+                  "pure one: on the H100 the re-read activations are at most a small part of our kernels' extra time."]
     return lines + [""]
 
 
