@@ -930,6 +930,10 @@ def one_wave_timeline_lines() -> list[str]:
     return lines
 
 
+STREAM_FLOOR_H100 = "results/h200/calibration_stream_floor_h100.json"
+STREAM_FLOOR_H100_RUN1 = "results/h200/calibration_stream_floor_run1_h100.json"  # 80dd320's group, no activations
+
+
 def stream_floor_section() -> list[str]:
     """The stream_floor calibration group on the H100 beside the H100's last run of the shortlist: per case what a
     kernel that only streams the weights takes, and our best kernel's time over it."""
@@ -968,7 +972,36 @@ def stream_floor_section() -> list[str]:
                   "walks in the same order (a 128 x 64 tile's A re-read: three times the bytes into each SM), the "
                   f"two-kernel stream (4 slots) takes {min(extra):+.2f} to {max(extra):+.2f} us longer than the faster "
                   "pure one: on the H100 the re-read activations are at most a small part of our kernels' extra time."]
+    lines += _coresident_lines(rows)
     return lines + [""]
+
+
+def _coresident_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The stream_floor pairs with 4 slots of 16 KiB (64 KiB: a secondary block fits beside a primary one, so PDL can
+    start it while the primary runs) against 8 (128 KiB: it starts as a primary block leaves), with PDL and
+    stream-ordered, in both runs; the cases with a floor above 10 us, and the others."""
+    keys = ("two_kernels_pdl_us_median", "two_kernels_us_median", "one_kernel_us_median")
+    files = [STREAM_FLOOR_H100, STREAM_FLOOR_H100_RUN1]
+    big = {r["case"] for r in rows if r["floor"] > 10}
+    per: dict[tuple[str, bool], list[float]] = {(k, b): [] for k in keys for b in (True, False)}
+    net: list[float] = []  # per case and run: the PDL pair's difference less the stream-ordered pair's
+    for f in files:
+        got = {(r["case"], r["ring"]): r for r in read_json(ROOT / f)["groups"]["stream_floor"]["cases"]
+               if r.get("act_per_weight", 0) == 0}
+        for (key, is_big), xs in per.items():
+            xs += [got[(r["case"], 4)][key] - got[(r["case"], 8)][key] for r in rows if (r["case"] in big) == is_big]
+        net += [got[(c, 4)][keys[0]] - got[(c, 8)][keys[0]] - got[(c, 4)][keys[1]] + got[(c, 8)][keys[1]] for c in big]
+    span = {k: f"{min(v):+.2f} to {max(v):+.2f}" for k, v in per.items()}
+    small = sorted(r["case"] for r in rows if r["case"] not in big)
+    return ["", f"4 slots against 8, both runs (`{files[0]}`, `{files[1]}`), the {len(big)} cases with a floor above "
+            f"10 us: with PDL {span[(keys[0], True)]} us, stream-ordered {span[(keys[1], True)]} us, one kernel "
+            f"{span[(keys[2], True)]} us ({', '.join(small)}: {span[(keys[0], False)]} us with PDL). With 64 KiB a "
+            "second-kernel block fits beside a first-kernel one, so PDL can start the second kernel's blocks while "
+            "the first still streams, each issuing its first copies of D beside that stream (not timestamped here); "
+            "with 128 KiB they start as the first kernel's blocks leave. On the long streams the early start costs "
+            f"time: per case and run the PDL pair's difference exceeds the stream-ordered pair's by {min(net):.2f}-"
+            f"{max(net):.2f} us. The same direction as gemm_wgmma's second GEMM, faster since it asks for an SM of its "
+            "own (`capability.gemm_solo_sm`, above)."]
 
 
 def one_run_section() -> list[str]:
