@@ -4,8 +4,8 @@
 # average (lts__t_bytes, 1.2-1.5x the tile bytes their blocks load; those loads run at 41-73% of the calibrated
 # 9.83 TB/s, DRAM at 57-87% of 4.21: only G8's first GEMM uses more of L2's share than of HBM's, kernels.md), and
 # two thirds of a 128 x 64 tile's L2 reads are the activation tile every column tile re-reads. Three trials that an
-# H100 (whose HBM binds first) could not answer (STEPS picks them; the first two fit one call, the deep rings take
-# another):
+# H100 (whose HBM binds first) could not answer, and one measurement (STEPS picks them; the default, the pure
+# stream and the multicast trial, fits one call; the lookahead trial and the deep rings take another each):
 #   1. the A-multicast trial (clusters of 2 and 4 load each A tile once by TMA multicast), each case's two fastest
 #      plans of the first final run plus odd M, exactly as results/h200/mcast_trial_h100.json ran on an H100: its
 #      generator is the tree of 8cdd290 with results/h200/mcast_trial.patch applied, copied (fusesim, scripts,
@@ -37,7 +37,7 @@ mkdir -p "$DEST"
 export REQUIRE_GPU=${REQUIRE_GPU-H200}
 source scripts/device_env.sh
 rc=0
-STEPS=${STEPS:-"lookahead mcast"}  # which of the three to run, in this order (all three exceed one call)
+STEPS=${STEPS:-"stream mcast"}  # which to run (always in the order below); stream + mcast fit one call, lookahead and deep another each
 # the cases whose first GEMM leaves SMs free first (a lease cut short keeps what was measured)
 LOOKAHEAD_CASES=${LOOKAHEAD_CASES:-S6,S7,S2,S5,S3,S1,S4,G8,G5,S8,G6,G4,G7,G9,G10,G2,C1,C2,C3,C4,C5,C6,C7,C8}
 if [[ " $STEPS " == *" stream "* ]]; then
