@@ -231,6 +231,24 @@ static cudaError_t launch_cluster(void (*k)(KArgs...), int grid, int threads, si
   return cudaLaunchKernelEx(&cfg, k, args...);
 }
 
+// Launch helper: with `pdl`, a programmatic dependent launch (its blocks may start while the stream's previous
+// kernel runs, and wait for it with griddepcontrol.wait); without, an ordinary stream-ordered launch.
+template <typename... KArgs, typename... Args>
+static cudaError_t launch_pdl(void (*k)(KArgs...), int grid, int threads, size_t smem, cudaStream_t s, bool pdl,
+                              Args... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, k, args...);
+}
+
 template <typename K>
 static int max_active_clusters(K k, int threads, size_t smem, int cs) {
   cudaLaunchConfig_t cfg = {};
@@ -2023,17 +2041,7 @@ static void pdl_case(Json& j, const char* name, cudaStream_t s, int grid, size_t
     k_spin<<<1, 32, 0, s>>>(60000);
     k_pdl_primary<<<grid, 128, smem, s>>>(d, flag, 20000);
     CKL();
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(grid);
-    cfg.blockDim = dim3(128);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    CK(cudaLaunchKernelEx(&cfg, k_pdl_secondary, d, (const int*)flag, grid, bad));
+    CK(launch_pdl(k_pdl_secondary, grid, 128, smem, s, pdl, d, (const int*)flag, grid, bad));
     CK(cudaStreamSynchronize(s));
     CKL();
     unsigned long long h[8];
@@ -2549,17 +2557,7 @@ static void group_stream_floor(Json& j) {
     return us;
   };
   auto second = [&](const char* p, size_t bytes, int ring, int a, size_t smem, bool pdl) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(sms);
-    cfg.blockDim = dim3(32);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    CK(cudaLaunchKernelEx(&cfg, k_stream<2>, p, bytes, ring, (const char*)act, act_chunks, a, sink));
+    CK(launch_pdl(k_stream<2>, sms, 32, smem, s, pdl, p, bytes, ring, (const char*)act, act_chunks, a, sink));
   };
   j.num("sms", sms).num("chunk_bytes", kStreamChunk).num("flush_bytes", (double)flush_bytes).num("reps", reps);
   j.num("act_bytes", (double)act_chunks * kStreamChunk);
