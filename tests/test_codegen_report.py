@@ -58,6 +58,11 @@ def test_best_rows_picks_the_fastest_verified_plan():
     assert row["best_strategy"] == "dsm" and row["best_us"] == 5.0  # the unverified faster plan never wins
     assert row["by_strategy_us"] == {"dsm": 5.0, "unfused": 7.0}
     assert row["verified"] == "2/3"
+    assert row["best_graph_us"] is None and row["best_graph_sync_us"] is None  # not run with --graph-launch
+    case["plans"][0]["time_graph"] = {"queued_median_us": 4.5, "sync_median_us": 6.0}
+    case["plans"][2]["time_graph"] = {"queued_median_us": 3.0, "sync_median_us": 4.0}
+    (row,) = best_rows([case])
+    assert row["best_us"] == 5.0 and (row["best_graph_us"], row["best_graph_sync_us"]) == (4.5, 6.0)  # the same plan's
 
 
 def test_switches_lacking_reads_the_runs_codegen_blocks(tmp_path):

@@ -36,15 +36,18 @@ def _names() -> list[str]:
     return sorted(representative_plans())  # every template family and dsm_comm form, gemm_wgmma included
 
 
+@pytest.mark.parametrize("graph", [False, True], ids=["launched", "cuda_graph"])
 @pytest.mark.parametrize("name", _names())
-def test_kernel_matches_float32_reference(name):
+def test_kernel_matches_float32_reference(name, graph):
+    """Launched, and (`fusesim bench --graph-launch`) captured into a CUDA graph -- clusters, gemm_wgmma's
+    programmatic dependent launch as a graph edge -- and replayed: twice on a poisoned output, both right."""
     from fusesim.codegen import generate
     from fusesim.codegen.build import build
     from fusesim.gpu.runner import Loaded, verify
 
     plan = _plans()[name]
     kern = Loaded(Path(build(generate(plan), "so")))
-    res = verify(kern, plan.chain, seed=2024, launches=2)
+    res = verify(kern, plan.chain, seed=2024, launches=2, graph=graph)
     assert res["launch_flag"] == 0
     assert not res["unwritten_or_nan"], "some output element was not written"
     assert res["ok"], f"{name}: rel. error {res['rel_err']:.3g}"

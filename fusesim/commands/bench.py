@@ -30,6 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reps", type=int, default=60, help="timed launches per mode (>= 50)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--ncu", action="store_true", help="Nsight Compute traffic of each case's best plan")
+    p.add_argument("--graph-launch", action="store_true",
+                   help="also capture each verified plan into a CUDA graph, verify and time its replays (time_graph)")
     p.add_argument("--work", default=None, help="scratch folder (default OUT's folder/.bench_work)")
     p.add_argument("--out", required=True, help="result JSON")
     add_format(p)
@@ -53,6 +55,9 @@ def best_rows(cases: list[dict]) -> list[dict]:
             "best_strategy": best["strategy"] if best else None,
             "best_us": best["time"]["queued_median_us"] if best else None,
             "best_sync_us": best["time"]["sync_median_us"] if best else None,
+            # the same plan as a CUDA graph's replay (bench --graph-launch), where it was timed so
+            "best_graph_us": ((best or {}).get("time_graph") or {}).get("queued_median_us"),
+            "best_graph_sync_us": ((best or {}).get("time_graph") or {}).get("sync_median_us"),
             "by_strategy_us": {s: r["time"]["queued_median_us"] for s, r in by_s.items()},
             "verified": f"{sum(1 for r in c.get('plans', []) if r.get('verify', {}).get('ok'))}/{len(c.get('plans', []))}",
             "eager_us": pt.get("eager", {}).get("queued_median_us"),
@@ -78,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     strategies = ("unfused", "smem", "dsm") if args.strategy == "all" else (args.strategy,)
     out = Path(args.out)
     work = Path(args.work) if args.work else out.parent / ".bench_work"
-    results = bench(cases, hw, strategies, args.top_k, args.plans, max(args.reps, 50), args.seed, work)
+    results = bench(cases, hw, strategies, args.top_k, args.plans, max(args.reps, 50), args.seed, work,
+                    graph_launch=args.graph_launch)
     if args.ncu:
         from fusesim.gpu.ncu import ncu_best
 
@@ -88,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
            "env": environment(), "codegen": codegen_switches(), "workload": wl.name, "hw": hw.name,
            "strategies": list(strategies),
            "top_k": args.top_k, "plans_source": args.plans, "reps": max(args.reps, 50), "seed": args.seed,
-           "summary": best_rows(results), "cases": results}
+           "graph_launch": args.graph_launch, "summary": best_rows(results), "cases": results}
     atomic_write(out, json.dumps(doc, indent=1))
     if args.format == "json":
         json.dump(doc["summary"], sys.stdout, indent=2)

@@ -93,8 +93,11 @@ def build_all(plans: list[Plan], jobs: int) -> list[tuple[str | None, str]]:
         return list(ex.map(one, plans))
 
 
-def run_case(ch: Chain, entries: list[dict[str, Any]], reps: int, seed: int, torch_baseline: bool) -> dict[str, Any]:
-    """In-process: verify and time every built plan of a case, then PyTorch for the same case."""
+def run_case(ch: Chain, entries: list[dict[str, Any]], reps: int, seed: int, torch_baseline: bool,
+             graph_launch: bool = False) -> dict[str, Any]:
+    """In-process: verify and time every built plan of a case, then PyTorch for the same case. `graph_launch`: each
+    verified plan also captured into a CUDA graph, verified and timed as its replays (`verify_graph`, `time_graph`;
+    `graph_error` where the capture fails)."""
     import torch
 
     from fusesim.gpu.baseline import RawCase, measure_case
@@ -119,6 +122,8 @@ def run_case(ch: Chain, entries: list[dict[str, Any]], reps: int, seed: int, tor
                 row["verify"] = verify(kern, ch, seed=seed + i)
                 if row["verify"]["ok"]:
                     row["time"] = time_kernel(kern, ch, flush, reps)
+                    if graph_launch:
+                        row.update(_graph_rows(kern, ch, seed + i, flush, reps))
             except KernelError as exc:
                 row["run_error"] = str(exc)
         rows.append(row)
@@ -140,17 +145,31 @@ def run_case(ch: Chain, entries: list[dict[str, Any]], reps: int, seed: int, tor
     return out
 
 
+def _graph_rows(kern: Any, ch: Chain, seed: int, flush: Any, reps: int) -> dict[str, Any]:
+    """A verified plan's launch captured into a CUDA graph: verified again as replays, then timed as them."""
+    from fusesim.gpu.runner import time_kernel, verify
+
+    try:
+        out: dict[str, Any] = {"verify_graph": verify(kern, ch, seed=seed, graph=True)}
+        if out["verify_graph"]["ok"]:
+            out["time_graph"] = time_kernel(kern, ch, flush, reps, graph=True)
+        return out
+    except RuntimeError as exc:  # the capture failed (KernelError is one: a launch error inside it)
+        return {"graph_error": " ".join(str(exc).split())[:300]}
+
+
 def _child(args: list[str]) -> int:
     """Subprocess entry: python -m fusesim.gpu.bench --child IN.json OUT.json."""
     doc = read_json(args[0])
     ch = Chain.from_dict(doc["chain"])
-    res = run_case(ch, doc["entries"], doc["reps"], doc["seed"], doc["torch"])
+    res = run_case(ch, doc["entries"], doc["reps"], doc["seed"], doc["torch"], doc.get("graph_launch", False))
     Path(args[1]).write_text(json.dumps(res))
     return 0
 
 
 def bench(cases: list[Chain], hw: Any, strategies: tuple[str, ...], top_k: int, source: str, reps: int,
-          seed: int, work: Path, case_timeout_s: int | None = None, torch_baseline: bool = True) -> list[dict[str, Any]]:
+          seed: int, work: Path, case_timeout_s: int | None = None, torch_baseline: bool = True,
+          graph_launch: bool = False) -> list[dict[str, Any]]:
     case_timeout_s = case_timeout_s or int(os.environ.get("FUSESIM_CASE_TIMEOUT", "240"))
     work.mkdir(parents=True, exist_ok=True)
     per_case = {ch.case_id: select_plans(ch, hw, strategies, top_k, source) for ch in cases}
@@ -166,7 +185,7 @@ def bench(cases: list[Chain], hw: Any, strategies: tuple[str, ...], top_k: int, 
                     "predicted": e.get("predicted")} for e in per_case[ch.case_id]]
         inp, outp = work / f"{ch.case_id}.in.json", work / f"{ch.case_id}.out.json"
         inp.write_text(json.dumps({"chain": ch.to_dict(), "entries": entries, "reps": reps, "seed": seed,
-                                   "torch": torch_baseline}))
+                                   "torch": torch_baseline, "graph_launch": graph_launch}))
         try:
             proc = subprocess.run([sys.executable, "-m", "fusesim.gpu.bench", "--child", str(inp), str(outp)],
                                   timeout=case_timeout_s)

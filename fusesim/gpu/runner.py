@@ -8,6 +8,7 @@ the kernel's launch-configuration flag must be clear.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,17 +148,30 @@ def bind(kern: Loaded, prob: Problem) -> list[Any]:
     return ptrs
 
 
-def verify(kern: Loaded, ch: Chain, seed: int, launches: int = 2) -> dict[str, Any]:
-    """Fresh inputs, poisoned output, `launches` runs (the 2nd checks the self-cleaning workspace)."""
+def graph_replay(kern: Loaded) -> Callable[[], Any]:
+    """fs_launch captured into a CUDA graph (both GEMMs of an unfused plan, their programmatic dependent launch an
+    edge of the graph): the replay, one graph launch per call, as a user who captures the kernels runs them. The
+    arguments bound now are the graph's; the capture's warm-up launches run first (timing.graph_of)."""
+    import torch
+
+    from fusesim.gpu.timing import graph_of
+
+    return graph_of(lambda: kern.launch(torch.cuda.current_stream().cuda_stream))
+
+
+def verify(kern: Loaded, ch: Chain, seed: int, launches: int = 2, graph: bool = False) -> dict[str, Any]:
+    """Fresh inputs, poisoned output, `launches` runs (the 2nd checks the self-cleaning workspace); `graph`: each run
+    a replay of the launch captured into a CUDA graph (`graph_replay`)."""
     import torch
 
     prob = make_problem(ch, seed)
     bind(kern, prob)
     stream = torch.cuda.current_stream().cuda_stream
+    run = graph_replay(kern) if graph else (lambda: kern.launch(stream))
     errs = []
     for _ in range(launches):
         prob.tensors["E"].fill_(float("nan"))
-        kern.launch(stream)
+        run()
         sync_or_hang()
         out = prob.tensors["E"].float()
         finite = bool(torch.isfinite(out).all())
@@ -169,7 +183,8 @@ def verify(kern: Loaded, ch: Chain, seed: int, launches: int = 2) -> dict[str, A
             "unwritten_or_nan": any(e == float("inf") for e in errs)}
 
 
-def time_kernel(kern: Loaded, ch: Chain, flush: Any, reps: int) -> dict[str, float]:
+def time_kernel(kern: Loaded, ch: Chain, flush: Any, reps: int, graph: bool = False) -> dict[str, float]:
+    """`timing.time_fn` of one launch (`graph`: one replay of the launch captured into a CUDA graph)."""
     import torch
 
     from fusesim.gpu.timing import time_fn
@@ -177,4 +192,4 @@ def time_kernel(kern: Loaded, ch: Chain, flush: Any, reps: int) -> dict[str, flo
     prob = make_problem(ch, seed=12345)
     bind(kern, prob)
     stream = torch.cuda.current_stream().cuda_stream
-    return time_fn(lambda: kern.launch(stream), flush, reps=reps)
+    return time_fn(graph_replay(kern) if graph else (lambda: kern.launch(stream)), flush, reps=reps)
