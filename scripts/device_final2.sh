@@ -10,7 +10,8 @@
 # --stage DIR/.fscache [--strip]; tar -cf - -C DIR .fscache | xz -9 -T2 > .fscarry/cache.tar.xz (the tree and the
 # carried files together within 64 MiB: final8's 543 kernels, stripped, 11.1 MB with xz -9e).
 # Then: run(command="scripts/device_final2.sh $OUT", carry=[".whl", ".fscarry"]); with REQUIRE_GPU=H200 it stops at
-# once on any other GPU (scripts/device_env.sh), so an H100 lent for an H200 costs its start only.
+# once on any other GPU (scripts/device_env.sh), so an H100 lent for an H200 costs its start only. GRAPH_LAUNCH=1: bench
+# --graph-launch (each verified plan also captured into a CUDA graph, verified and timed as its replays).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:?usage: scripts/device_final2.sh OUT_DIR}
@@ -37,7 +38,8 @@ if [[ " $STEPS " == *" bench "* ]]; then
     # a repeat of a committed run comes back under its name: say so here, so it is renamed, not committed over it
     stored "results/h200/$PREFIX$wl$TAG.json" && echo "note: results/h200/$PREFIX$wl$TAG.json is committed; rename this run's file"
     timeout "${BENCH_TIMEOUT:-200}" python3 -m fusesim.commands.bench "workloads/paper_$wl.yaml" --hw "$HW" --plans "file:$(plans_of "$wl")" \
-      --top-k 99 --reps 50 --work /tmp/bench_work --out "$DEST/$PREFIX$wl$TAG.json" | tail -13 || rc=1
+      --top-k 99 --reps 50 ${GRAPH_LAUNCH:+--graph-launch} --work /tmp/bench_work --out "$DEST/$PREFIX$wl$TAG.json" \
+      | tail -13 || rc=1
   done
 fi
 if [[ " $STEPS " == *" ncu "* ]]; then
