@@ -133,3 +133,16 @@ def test_stream_floor_rows_keep_the_activation_variants_out_of_the_pure_stream()
         assert row["two"] == min(r["two_kernels_pdl_us_median"] for r in pure)
         assert set(row["two_act"]) == {1, 2}
         assert row["ours"] is not None and row["ours"] > row["two"]
+
+
+def test_graph_launch_bullet_compares_our_graphs_with_pytorchs_only_where_timed():
+    mod = _report_module()
+    base = {"eager_sync": 40.0, "graph_sync": 12.0, "ours": 5.0, "ours_sync": 15.0}
+    assert mod.graph_launch_bullet([dict(base)]) == []  # a run without --graph-launch: no bullet
+    rows = [{**base, "ours_graph": 5.0, "ours_graph_sync": 8.0}, {**base, "ours_graph": 4.0, "ours_graph_sync": 6.0},
+            dict(base)]
+    (line,) = mod.graph_launch_bullet(rows)
+    assert "2 cases" in line  # the case without a graph time stays out of every mean
+    g = (12.0 / 8.0 * 12.0 / 6.0) ** 0.5
+    assert f"{g:.2f}x over PyTorch + CUDA graphs" in line and "(launched as above: 2.67x, 0.80x)" in line
+    assert "0.894x the launch's time" in line and "0.80-1.00x per case" in line
