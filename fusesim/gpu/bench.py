@@ -147,14 +147,16 @@ def run_case(ch: Chain, entries: list[dict[str, Any]], reps: int, seed: int, tor
 
 def _graph_rows(kern: Any, ch: Chain, seed: int, flush: Any, reps: int) -> dict[str, Any]:
     """A verified plan's launch captured into a CUDA graph: verified again as replays, then timed as them."""
-    from fusesim.gpu.runner import time_kernel, verify
+    from fusesim.gpu.runner import KernelHung, time_kernel, verify
 
     try:
         out: dict[str, Any] = {"verify_graph": verify(kern, ch, seed=seed, graph=True)}
         if out["verify_graph"]["ok"]:
             out["time_graph"] = time_kernel(kern, ch, flush, reps, graph=True)
         return out
-    except RuntimeError as exc:  # the capture failed (KernelError is one: a launch error inside it)
+    except KernelHung:
+        raise  # the device is stuck: the case's process must exit (bench records the case as failed)
+    except RuntimeError as exc:  # the capture failed (a KernelError too: a launch error inside it)
         return {"graph_error": " ".join(str(exc).split())[:300]}
 
 
