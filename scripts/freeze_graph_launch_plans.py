@@ -17,6 +17,7 @@ from pathlib import Path
 
 from freeze_verdict_plans import STRATEGIES, WORKLOADS, final_run
 
+from fusesim.stored import PACK_MIN_BYTES, pack
 from fusesim.workload import load_workload
 
 
@@ -33,8 +34,11 @@ def main() -> int:
                           key=lambda r: r[0][0])  # the case's fastest first
             frozen[ch.case_id] = [{"plan": p.to_dict(), "source": f"{args.runs}: the fastest {s} ({t:.2f} us there)"}
                                   for (t, p), s in rows]
-    Path(args.out).write_text(json.dumps(frozen, indent=1) + "\n")
-    print(f"{args.out}: {sum(map(len, frozen.values()))} plans, {len(frozen)} cases")
+    out = Path(args.out)
+    out.write_text(json.dumps(frozen, indent=1) + "\n")
+    if out.stat().st_size > PACK_MIN_BYTES:  # committed results are stored packed; every reader finds NAME.json.gz
+        out = pack(out)
+    print(f"{out}: {sum(map(len, frozen.values()))} plans, {len(frozen)} cases")
     return 0
 
 
