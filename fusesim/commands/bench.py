@@ -104,8 +104,12 @@ def run(args: argparse.Namespace) -> int:
              (r["eager_us"] / r["best_us"]) if r["best_us"] and r["eager_us"] else float("nan"),
              (r["graph_us"] / r["best_us"]) if r["best_us"] and r["graph_us"] else float("nan")]
             for r in doc["summary"]]
-    print(table(["case", "best", "ok", "ours us", "eager us", "graph us", "x eager", "x graph"], rows,
-                title=f"{wl.name} on {doc['env']['gpu']} -> {out}"))
+    head = ["case", "best", "ok", "ours us", "eager us", "graph us", "x eager", "x graph"]
+    if args.graph_launch:  # the same best plan replayed from a CUDA graph, beside PyTorch's graphs
+        head.append("ours as graph us")
+        for row, r in zip(rows, doc["summary"], strict=True):
+            row.append(r["best_graph_us"] or float("nan"))
+    print(table(head, rows, title=f"{wl.name} on {doc['env']['gpu']} -> {out}"))
     return 0
 
 
