@@ -18,7 +18,7 @@ if [ -f build/graph_carry/cache.tar.xz ]; then
 fi
 rc=0
 outs=()
-for wl in gemm_chains gated_ffn conv_chains; do
+for wl in ${WORKLOADS:-gemm_chains gated_ffn conv_chains}; do  # WORKLOADS: a shorter lease runs fewer
   echo "== $(date -u +%H:%M:%S) bench $wl on $GPU"
   out="$DEST/graph_launch${TAG}_$wl.json"
   timeout "${BENCH_TIMEOUT:-170}" python3 -m fusesim.commands.bench "workloads/paper_$wl.yaml" --hw hw_configs/h200.yaml \
