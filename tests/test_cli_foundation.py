@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,3 +102,19 @@ def test_bench_plans_file_checked_before_any_build(tmp_path: Path) -> None:
         r = cli(*base, "--plans", plans)
         assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert not out.exists()
+
+
+def test_bench_without_a_hopper_gpu_is_one_line_before_any_build(tmp_path: Path) -> None:
+    """On a machine that cannot run the kernels (no torch, no CUDA GPU, not sm_90, no nvcc) bench says why in one
+    line, exit 2, and writes nothing: no result, no scratch folder, no kernel built."""
+    from fusesim.gpu.env import hopper_missing
+
+    why = hopper_missing()
+    if why is None:
+        pytest.skip("this machine runs the kernels")
+    out = tmp_path / "r.json"
+    r = cli("bench", "workloads/paper_gemm_chains.yaml", "--hw", "hw_configs/h200.yaml", "--case", "G1",
+            "--out", str(out))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.stderr.startswith(f"fusesim: error: this machine: {why}: ") and "fusesim codegen" in r.stderr
+    assert not out.exists() and not (tmp_path / ".bench_work").exists() and r.stdout == ""

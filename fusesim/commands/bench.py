@@ -71,7 +71,7 @@ def best_rows(cases: list[dict]) -> list[dict]:
 def run(args: argparse.Namespace) -> int:
     from fusesim.capability import codegen_switches
     from fusesim.gpu.bench import bench
-    from fusesim.gpu.env import environment
+    from fusesim.gpu.env import environment, hopper_missing
 
     wl = workload_arg(args.workload)
     cases = wl.select(args.case)
@@ -80,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
         read_mapping(args.plans[5:])  # missing or malformed: one line, exit 2, before any build or launch
     elif args.plans not in ("planner", "hand", "both"):
         raise InputError(None, "--plans", f"{args.plans!r}: expected planner, hand, both or file:PLANS.json")
+    why = hopper_missing()  # after the inputs (their mistakes are named first), before any build or launch
+    if why:
+        raise InputError("this machine", None, f"{why}: bench builds, verifies and times the kernels on a Hopper "
+                         "GPU (sm_90) with PyTorch; `fusesim codegen` writes them (with a harness) to take to one")
     strategies = ("unfused", "smem", "dsm") if args.strategy == "all" else (args.strategy,)
     out = Path(args.out)
     work = Path(args.work) if args.work else out.parent / ".bench_work"

@@ -26,6 +26,23 @@ def smi_query(fields: str) -> str:
     return _cmd(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"])
 
 
+def hopper_missing() -> str | None:
+    """Why this machine cannot build and run the generated kernels (None: it can): they need nvcc, PyTorch with
+    CUDA (inputs, the float32 reference, the timing) and a GPU of compute capability 9.0 (wgmma, TMA, clusters)."""
+    if shutil.which("nvcc") is None:
+        return "no nvcc on PATH"
+    try:
+        import torch
+    except ImportError:
+        return "PyTorch is not installed"
+    if not torch.cuda.is_available():
+        return "PyTorch sees no CUDA GPU"
+    major, minor = torch.cuda.get_device_capability(0)
+    if (major, minor) != (9, 0):
+        return f"{torch.cuda.get_device_name(0)} is sm_{major}{minor}, not sm_90"
+    return None
+
+
 def environment(argv: list[str] | None = None) -> dict[str, Any]:
     import torch  # lazy: only on a GPU machine
 
