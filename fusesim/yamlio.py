@@ -81,14 +81,41 @@ def parse_scalar(text: str) -> Any:
         return text
 
 
-def atomic_write(path: str | Path, text: str | bytes) -> None:
-    """Write a whole file or nothing: a user never finds a half-written result."""
+def check_writable(path: str | Path, field: str, folder: bool = False) -> None:
+    """Before any work: `path` (a file, or with `folder` a folder) can be written -- it is not the other kind of
+    thing, and its nearest existing ancestor is a writable folder. One InputError naming the path and the flag
+    otherwise, so a long run never ends in a traceback at its last step."""
     import os
     import tempfile
 
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    if p.exists() and p.is_dir() != folder:
+        raise InputError(str(path), field, "is a file, not a folder" if folder else "is a folder; expected a file name")
+    anc = p if folder else p.parent
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir():
+        raise InputError(str(path), field, f"cannot be created: {anc} is not a folder")
+    try:  # a probe file, gone at once: also catches what os.access does not (read-only mounts, /proc, as root)
+        fd, probe = tempfile.mkstemp(prefix=".fusesim-probe.", dir=anc)
+    except OSError as exc:
+        raise InputError(str(path), field, f"cannot be written: {anc}: {exc.strerror or exc}") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def atomic_write(path: str | Path, text: str | bytes) -> None:
+    """Write a whole file or nothing: a user never finds a half-written result. A file system that refuses
+    (no such folder can be made, no permission, no space) is one InputError naming the file."""
+    import os
+    import tempfile
+
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    except OSError as exc:
+        raise InputError(str(path), None, f"cannot write: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(text.encode() if isinstance(text, str) else text)
@@ -96,6 +123,9 @@ def atomic_write(path: str | Path, text: str | bytes) -> None:
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a result file reads like any other
         os.replace(tmp, p)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(str(path), None, f"cannot write: {exc.strerror or exc}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -118,3 +118,33 @@ def test_bench_without_a_hopper_gpu_is_one_line_before_any_build(tmp_path: Path)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert r.stderr.startswith(f"fusesim: error: this machine: {why}: ") and "fusesim codegen" in r.stderr
     assert not out.exists() and not (tmp_path / ".bench_work").exists() and r.stdout == ""
+
+
+def test_unwritable_outputs_are_one_line_before_any_work(tmp_path: Path) -> None:
+    """Every command that writes names an output it cannot write (under a file, or a folder given for a file and
+    a file for a folder) in one line, exit 2, before it computes anything -- and leaves nothing behind."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    under = str(blocker / "sub" / "out")
+    wl, hw = "workloads/paper_gemm_chains.yaml", "hw_configs/h200.yaml"
+    runs = {
+        "--out": [("bench", wl, "--hw", hw, "--case", "G1", "--out", under + ".json"),
+                  ("calibrate", "--from", "results/h200/calibration.json", "--out", under + ".yaml"),
+                  ("roofline", wl, "--hw", hw, "--case", "G1", "--out", under + ".png"),
+                  ("codegen", wl, "--hw", hw, "--case", "G1", "--out", under),
+                  ("codegen", wl, "--hw", hw, "--case", "G1", "--out", str(blocker)),
+                  ("sweep", "--hw", "h100_sxm", "--vary", "max_cluster_size=4,8", "--workloads", "paper_gemm_chains",
+                   "--case", "G1", "--out", under + ".csv"),
+                  ("bench", wl, "--hw", hw, "--case", "G1", "--out", str(tmp_path))],
+        "--trace": [("simulate", wl, "--hw", hw, "--case", "G1", "--trace", under + ".json"),
+                    ("simulate", wl, "--hw", hw, "--case", "G1", "--trace", str(tmp_path))],
+        "--csv": [("validate", "--measured", "results/h200/final11_paper_gemm_chains.json", "--hw", hw,
+                   "--csv", under + ".csv")],
+    }
+    for flag, cmds in runs.items():
+        for args in cmds:
+            r = cli(*args)
+            assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+            assert f"field {flag}: " in r.stderr and ("not a folder" in r.stderr or "is a folder" in r.stderr or
+                                                      "is a file" in r.stderr), (args, r.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fusesim.commands.common import add_format, hardware_arg, table, workload_arg
 from fusesim.errors import InputError
-from fusesim.yamlio import atomic_write, read_mapping
+from fusesim.yamlio import atomic_write, check_writable, read_mapping
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -80,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         read_mapping(args.plans[5:])  # missing or malformed: one line, exit 2, before any build or launch
     elif args.plans not in ("planner", "hand", "both"):
         raise InputError(None, "--plans", f"{args.plans!r}: expected planner, hand, both or file:PLANS.json")
+    check_writable(args.out, "--out")
     why = hopper_missing()  # after the inputs (their mistakes are named first), before any build or launch
     if why:
         raise InputError("this machine", None, f"{why}: bench builds, verifies and times the kernels on a Hopper "

@@ -35,10 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from fusesim.yamlio import read_mapping
+    from fusesim.yamlio import check_writable, read_mapping
 
     base_path = resolve(args.base, "hw_configs")
     base = read_mapping(base_path)
+    check_writable(args.out, "--out")
     more: list[tuple[dict, Path]] = []
     if args.from_json:
         for i, name in enumerate(args.from_json):
@@ -57,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         from fusesim.calibrate.runner import calibrate
 
         raw_path = Path(args.raw) if args.raw else ROOT / "results" / str(base.get("name", "gpu")) / "calibration.json"
+        check_writable(raw_path, "--raw")
         argv = ["fusesim", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("fusesim") else ["fusesim calibrate"]
         raw = calibrate(raw_path, Path(args.build_dir), quick=args.quick, ncu=not args.no_ncu,
                         with_torch=not args.no_torch, argv=argv)

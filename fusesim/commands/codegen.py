@@ -17,6 +17,7 @@ from pathlib import Path
 
 from fusesim.commands.common import add_format, add_rank, hardware_arg, print_json, workload_arg
 from fusesim.errors import InputError
+from fusesim.yamlio import check_writable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -67,19 +68,23 @@ def run(args: argparse.Namespace) -> int:
     wl = workload_arg(args.workload)
     hw = hardware_arg(args.hw)
     out = Path(args.out)
+    check_writable(out, "--out", folder=True)
     made = []
     for ch in wl.select(args.case):
         plan, source = _plan_for(ch, hw, args.strategy, args.plans, args.rank, args.workload)
         made.append((ch, plan, source, generate(plan)))
     written = []
-    for ch, plan, source, src in made:
-        path = write_source(src, out)
-        (out / f"{src.name}.plan.json").write_text(plan.to_json())
-        entry = {"case": ch.case_id, "strategy": plan.strategy, "source": source, "family": src.family,
-                 "file": str(path), "plan": plan.summary()}
-        if not args.no_harness:
-            entry["harness"] = str(write_harness(plan, src, out))
-        written.append(entry)
+    try:
+        for ch, plan, source, src in made:
+            path = write_source(src, out)
+            (out / f"{src.name}.plan.json").write_text(plan.to_json())
+            entry = {"case": ch.case_id, "strategy": plan.strategy, "source": source, "family": src.family,
+                     "file": str(path), "plan": plan.summary()}
+            if not args.no_harness:
+                entry["harness"] = str(write_harness(plan, src, out))
+            written.append(entry)
+    except OSError as exc:  # the file system refused (check_writable passed: permissions as root, a full disk)
+        raise InputError(str(out), "--out", f"cannot write: {exc.strerror or exc}") from None
     if args.format == "json":
         print_json({"files": written})
     else:

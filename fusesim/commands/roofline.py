@@ -12,6 +12,7 @@ import sys
 
 from fusesim.commands.common import add_format, add_hw, print_json, resolve, table
 from fusesim.errors import InputError
+from fusesim.yamlio import check_writable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.out.lower().endswith(".png"):
         raise InputError("<command line>", "--out", "the figure is a PNG: give a file name ending in .png")
+    check_writable(args.out, "--out")
     hw = load_hardware(resolve(args.hw, "hw_configs"))
     rows = roofline_rows(args.workload, args.hw, args.case, tuple(args.strategy), evaluator=args.evaluator)
     points = points_from_rows(rows, args.source)

@@ -22,7 +22,7 @@ from fusesim.commands.common import (
     workload_arg,
 )
 from fusesim.errors import InputError
-from fusesim.yamlio import atomic_write
+from fusesim.yamlio import atomic_write, check_writable
 
 STRATEGY_CHOICES = ("unfused", "smem", "dsm", "best")
 RANK_TITLE = {"simulated": "each strategy's fastest simulated plan", "cost": "each strategy's top plan by the cost model"}
@@ -108,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise InputError("<command line>", "--jobs", f"must be at least 1 (got {args.jobs})")
     hw = hardware_arg(args.hw)
+    if args.trace:
+        check_writable(args.trace, "--trace")
     jobs = [(chain, hw, strategy, args.rank, bool(args.trace)) for chain, strategy in _jobs(args)]
     bar = tqdm(total=len(jobs), desc="simulate", unit="plan", file=sys.stderr, disable=not sys.stderr.isatty())
     if args.jobs == 1 or len(jobs) < 2:

@@ -12,6 +12,7 @@ import sys
 
 from fusesim.commands.common import add_format, print_json, table
 from fusesim.errors import InputError
+from fusesim.yamlio import check_writable
 
 PLOT_METRICS = ("speedup", "gain", "time")
 
@@ -113,6 +114,11 @@ def run_cmd(args: argparse.Namespace) -> int:
                   f"{total} rows in {len(tasks)} tasks; axes: {', '.join(spec.axis_columns) or '-'}; "
                   f"out: {info['out']}")
         return 0
+    check_writable(args.out or default_out(spec), "--out")
+    if args.traces:
+        check_writable(args.traces, "--traces", folder=True)
+    if args.plot:
+        check_writable(args.plot, "--plot")  # before the sweep, not after it
     summary = run_sweep(spec, args.out, jobs=args.jobs, dask=args.dask, scheduler=args.scheduler,
                         retry_errors=args.retry_errors, progress=not args.quiet and args.format != "json",
                         parquet=not args.no_parquet, limit=args.limit, traces=args.traces)
@@ -138,6 +144,7 @@ def _plot(args: argparse.Namespace, csv_path: str) -> int:
     from fusesim.report import save_png
     from fusesim.report.sweepplots import plot_sweep
 
+    check_writable(args.plot, "--plot")
     fig = plot_sweep(csv_path, x=args.plot_x, y=args.plot_y, target=args.target, baseline=args.baseline,
                      metric=args.metric)
     save_png(fig, args.plot)

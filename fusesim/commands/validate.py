@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 
 from fusesim.commands.common import add_format, hardware_arg, print_json, table
-from fusesim.yamlio import atomic_write
+from fusesim.yamlio import atomic_write, check_writable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,6 +25,9 @@ def run(args: argparse.Namespace) -> int:
     from fusesim.validate import COUNTERS, join, summarize
 
     hw = hardware_arg(args.hw)
+    for path, flag in ((args.csv, "--csv"), (args.plot, "--plot")):
+        if path:
+            check_writable(path, flag)
     rows = join(args.measured, hw)
     summary = summarize(rows)
     if args.csv:
