@@ -66,7 +66,8 @@ def join(measured: str | Path | list[str], hw: Hardware, split: str | None = Non
     kernels = [m for m in found.items if m.plan_dict is not None and (split is None or case_split(m.case) == split)]
     if not kernels:
         where = measured if isinstance(measured, str | Path) else ", ".join(map(str, measured))
-        raise InputError(str(where), None, "no measured kernels with a recorded plan")
+        why = f" ({'; '.join(found.warnings)})" if found.warnings else ""  # unreadable, or not a result file
+        raise InputError(str(where), None, f"no measured kernels with a recorded plan{why}")
     rows = []
     for m in kernels:
         plan = Plan.from_dict(m.plan_dict)  # type: ignore[arg-type]

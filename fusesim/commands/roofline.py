@@ -71,6 +71,6 @@ def run(args: argparse.Namespace) -> int:
         if r.get("status") != "ok":
             print(f"not placed: {r['case']}/{r['strategy']}: {r['status']}: {r.get('error')}", file=sys.stderr)
     for w in (measured.warnings if measured else []):
-        print(f"warning: {w}", file=sys.stderr)
+        print(f"warning: {w} (its points left out; the predictions plotted)", file=sys.stderr)
     print(f"figure: {args.out}")
     return 1 if failed and len(failed) == len(rows) else 0

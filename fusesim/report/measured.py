@@ -166,7 +166,7 @@ def load_measured(path: str | Path | Sequence[str | Path] | None) -> MeasuredSet
     elif p.is_dir():
         files = sorted({logical(f) for suffix in ("*.json", "*.json" + GZ_SUFFIX) for f in p.rglob(suffix)})
     elif not exists(p):
-        res.warnings.append(f"{p}: no such file or folder (plotting predictions only)")
+        res.warnings.append(f"{p}: no such file or folder")
         return res
     else:
         files = [p]
@@ -174,7 +174,7 @@ def load_measured(path: str | Path | Sequence[str | Path] | None) -> MeasuredSet
         try:
             doc = read_json(f)
         except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            res.warnings.append(f"{f}: skipped ({type(exc).__name__})")
+            res.warnings.append(f"{f}: skipped ({type(exc).__name__}: {exc})")
             continue
         got = [m for e in _entries(doc) for m in _from_entry(e, str(f))]
         switches = doc.get("codegen") if isinstance(doc, dict) else None
