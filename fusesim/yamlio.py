@@ -111,21 +111,19 @@ def atomic_write(path: str | Path, text: str | bytes) -> None:
     import tempfile
 
     p = Path(path)
+    tmp = None
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
-    except OSError as exc:
-        raise InputError(str(path), None, f"cannot write: {exc.strerror or exc}") from None
-    try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(text.encode() if isinstance(text, str) else text)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a result file reads like any other
         os.replace(tmp, p)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise InputError(str(path), None, f"cannot write: {exc.strerror or exc}") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise InputError(str(path), None, f"cannot write: {exc.strerror or exc}") from None
         raise
