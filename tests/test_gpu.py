@@ -6,22 +6,14 @@ The full evidence (all 26 paper cases, odd shapes, sanitizer) is results/h200/*.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
+from fusesim.gpu.env import hopper_missing
 
-def _hopper() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available() and torch.cuda.get_device_capability(0)[0] >= 9
-                and shutil.which("nvcc"))
-
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _hopper(), reason="needs torch, nvcc and a Hopper GPU")]
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(hopper_missing() is not None,
+                                                  reason="needs torch, nvcc and a Hopper GPU")]
 
 
 def _plans():

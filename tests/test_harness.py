@@ -21,6 +21,7 @@ from fusesim.codegen import generate
 from fusesim.codegen.build import write_source
 from fusesim.codegen.handplans import representative_plans
 from fusesim.codegen.harness import nvcc_command, render_harness, write_harness
+from fusesim.gpu.env import hopper_missing
 
 ROOT = Path(__file__).resolve().parents[1]
 # one per template family, covering gating, implicit im2col (two images), split-K, cluster exchanges
@@ -102,13 +103,6 @@ def test_harnesses_build_for_sm90a(tmp_path):
 
 
 # ---- on a Hopper GPU ---------------------------------------------------------------------------------------
-def _hopper() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available() and torch.cuda.get_device_capability(0) == (9, 0) and shutil.which("nvcc"))
-
 
 def _torch_reference(plan, dump: Path):
     """E from the harness's dumped inputs, by the float32 PyTorch chain of fusesim.gpu.runner."""
@@ -141,7 +135,7 @@ def _torch_reference(plan, dump: Path):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _hopper(), reason="needs torch, nvcc and an sm_90 GPU")
+@pytest.mark.skipif(hopper_missing() is not None, reason="needs torch, nvcc and an sm_90 GPU")
 @pytest.mark.parametrize("name", FAMILIES)
 def test_harness_verifies_times_and_agrees_with_torch(tmp_path, name):
     import torch
