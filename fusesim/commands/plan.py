@@ -77,18 +77,25 @@ def _mb(x: float) -> float:
 
 
 def _rules_table(entries: list[dict[str, Any]], hw_name: str) -> str:
-    names = [n for n, _ in entries[0]["search"]["after_rule"]]
+    # the rules any case ran (a case the planner rejects before the search, e.g. N not a multiple of 16, ran none)
+    names = list(dict.fromkeys(n for e in entries for n, _ in e["search"]["after_rule"]))
     short = ["1 tiles", "2 cluster", "3 K inner", "4 L temporal", "5 capacity", "executable"]
-    headers = ["case", "candidates"] + [short[i] if i < len(short) else n for i, n in enumerate(names)] + ["scored", "s"]
+    headers = ["case", "candidates"] + [short[i] if i < len(short) else n for i, n in enumerate(names)] + ["scored", "seconds"]
     rows = []
     for e in entries:
-        prev, cells = e["search"]["candidates"], []
-        for _, c in e["search"]["after_rule"]:
-            cells.append(f"{c:.3g} (-{100 * (1 - c / prev):.0f}%)" if prev else "0")
+        prev, after = e["search"]["candidates"], dict(e["search"]["after_rule"])
+        cells = []
+        for n in names:
+            if n not in after:
+                cells.append("-")
+                continue
+            c = after[n]
+            cut = 100 * (1 - c / prev) if prev else 0.0
+            cells.append(f"{c:.3g} (-{cut:.1f}%)" if c and cut >= 99.5 else f"{c:.3g} (-{cut:.0f}%)" if prev else "0")
             prev = c
         rows.append([e["case"], f"{e['search']['candidates']:.3g}"] + cells
                     + [e["search"]["evaluated"], e["search"]["seconds"]])
-    legend = "; ".join(names)
+    legend = "; ".join(names) or "none ran (every case rejected before the search: see each case below)"
     return table(headers, rows, title=f"Candidates and survivors after each pruning rule (Table III) on {hw_name}\n"
                                       f"rules: {legend}")
 
