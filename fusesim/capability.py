@@ -32,9 +32,13 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fusesim.plan import Kernel, Plan
 from fusesim.workload import Chain
+
+if TYPE_CHECKING:
+    from fusesim.hardware import Hardware
 
 SMEM_LIMIT_BYTES = 232448 - 1024  # H100/H200 opt-in per-block maximum, less static SMEM and margin
 # an H100 SXM's or H200's SM: 228 KiB of shared memory, 1 KiB of it reserved per resident block; 132 SMs
@@ -477,6 +481,21 @@ def kernel_launch_smem_bytes(plan: Plan, kern: Kernel) -> int:
     """Dynamic SMEM an unfused wgmma GEMM asks for at launch (which sets its blocks per SM): its ring's, or
     `SOLO_SM_BYTES` where `gemm_solo_sm`; the generator and the simulator read this."""
     return max(kern.smem_bytes, SOLO_SM_BYTES) if gemm_solo_sm(plan, kern) else kern.smem_bytes
+
+
+def kernel_regs_per_thread(plan: Plan, kern: Kernel) -> int:
+    """Registers per thread that set a kernel's occupancy: the plan's, except for the gemm_wgmma template's
+    GEMMs, whose register use follows from their accumulators (`wgmma_gemm_regs_per_thread`)."""
+    if plan.strategy == "unfused" and plan.instruction == "wgmma" and kern.op in ("gemm0", "gemm1"):
+        return wgmma_gemm_regs_per_thread(kern.tiles.block_n, plan.chain.gated and kern.op == "gemm0")
+    return kern.regs_per_thread
+
+
+def kernel_fits_sm(hw: Hardware, plan: Plan, kern: Kernel) -> bool:
+    """Whether a block of the kernel, as launched, fits an SM of `hw` (SMEM, threads, registers)."""
+    regs = kernel_regs_per_thread(plan, kern)
+    return (regs <= hw.max_registers_per_thread
+            and hw.blocks_per_sm(kernel_launch_smem_bytes(plan, kern), kern.threads, regs) >= 1)
 
 
 def kernel_split(kern: Kernel, rows: int, cols: int) -> int:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from fusesim.capability import codegen_switches, wgmma_gemm_regs_per_thread
+from fusesim.capability import codegen_switches, kernel_fits_sm, wgmma_gemm_regs_per_thread
 from fusesim.hardware import Hardware
 from fusesim.plan import ClusterShape, Kernel, Plan, Schedule, Tiles
 from fusesim.planner.cost import Prediction, fused_cost, predict
@@ -387,9 +387,10 @@ def _rank_key(sp: ScoredPlan) -> tuple[float, float]:
 
 # ---- fused search --------------------------------------------------------------------------------
 def _fits(plan: Plan, hw: Hardware) -> bool:
-    """The generator's exact SMEM layout fits a block (footprint's bound, used to prune, can be lower:
-    GEMM1's D tiles in the stages, two exchange slots per peer for sequential gating)."""
-    return plan.kernels[0].smem_bytes <= hw.smem_per_block_bytes
+    """Every kernel's block, as the generator lays it out and launches it, fits an SM: SMEM (footprint's
+    bound, used to prune, can be lower: GEMM1's D tiles in the stages, two exchange slots per peer for
+    sequential gating), threads and registers (the generator's wgmma enumerations fix their threads)."""
+    return all(kernel_fits_sm(hw, plan, k) for k in plan.kernels)
 
 
 @dataclass(frozen=True)

@@ -30,12 +30,12 @@ from simpy.core import EmptySchedule
 
 from fusesim.capability import (
     kernel_launch_smem_bytes,
+    kernel_regs_per_thread,
     kernel_split_shared,
     pdl_secondary,
-    wgmma_gemm_regs_per_thread,
 )
 from fusesim.hardware import Hardware
-from fusesim.plan import Kernel, Plan
+from fusesim.plan import Plan
 from fusesim.sim.gpu import GPU, dispatch
 from fusesim.sim.kernels import (
     INTERMEDIATES,
@@ -107,7 +107,7 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
             if gpu.trace is not None:
                 gpu.trace.host_span("kernel start " + kernel.name, "launch", t0, env.now)
         # dynamic SMEM as launched: gemm_wgmma's second GEMM may ask for over half an SM (capability.gemm_solo_sm)
-        bps = hw.blocks_per_sm(kernel_launch_smem_bytes(plan, kernel), kernel.threads, _regs_per_thread(plan, kernel))
+        bps = hw.blocks_per_sm(kernel_launch_smem_bytes(plan, kernel), kernel.threads, kernel_regs_per_thread(plan, kernel))
         if bps == 0:
             raise ValueError(f"{plan.case_id} {plan.strategy}: kernel {kernel.name} does not fit on an SM "
                              f"({kernel.smem_bytes} B SMEM, {kernel.threads} threads)")
@@ -165,19 +165,11 @@ def _start_cost_us(hw: Hardware, plan: Plan, i: int) -> float:
     (`pdl_release_us`) does not cover."""
     start = hw.kernel_start_us or 0.0
     prev, cur = plan.kernels[i - 1], plan.kernels[i]
-    beside = hw.blocks_fit_together(prev.smem_bytes, prev.threads, _regs_per_thread(plan, prev),
-                                   kernel_launch_smem_bytes(plan, cur), cur.threads, _regs_per_thread(plan, cur))
+    beside = hw.blocks_fit_together(prev.smem_bytes, prev.threads, kernel_regs_per_thread(plan, prev),
+                                   kernel_launch_smem_bytes(plan, cur), cur.threads, kernel_regs_per_thread(plan, cur))
     if beside or prev.grid_blocks + cur.grid_blocks <= hw.sm_count:
         return 0.0
     return max(start - (hw.pdl_release_us or 0.0), 0.0)
-
-
-def _regs_per_thread(plan: Plan, kernel: Kernel) -> int:
-    """Registers per thread that set a kernel's occupancy: the plan's, except for the gemm_wgmma
-    template's GEMMs, whose register use follows from their accumulators (capability's rule)."""
-    if plan.strategy == "unfused" and plan.instruction == "wgmma" and kernel.op in ("gemm0", "gemm1"):
-        return wgmma_gemm_regs_per_thread(kernel.tiles.block_n, plan.chain.gated and kernel.op == "gemm0")
-    return kernel.regs_per_thread
 
 
 def simulate(plan: Plan, hw: Hardware, trace: bool = False, code_bytes: int | None = None) -> SimResult:
