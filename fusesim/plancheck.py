@@ -3,11 +3,13 @@
 Plans normally come from the planner, which only emits plans that pass; this check exists for
 plans that come from files (hand-edited, or produced for another GPU), so that a bad one is
 rejected with one line naming the field instead of crashing the simulator or the generator.
-M may be predicated (the last M tile partly empty); N, K and L must divide exactly.
+M may be predicated (the last M tile partly empty); N, K and L must divide exactly, except a fused wgmma
+plan's unsliced K (the template zero-fills the last k tile, as `capability.fused_wgmma_problem` says).
 """
 
 from __future__ import annotations
 
+from fusesim.capability import fused_smem_bytes
 from fusesim.errors import InputError
 from fusesim.hardware import Hardware
 from fusesim.plan import LEVELS, STRATEGIES, TENSORS, Plan
@@ -79,7 +81,9 @@ def plan_problems(plan: Plan, hw: Hardware) -> list[tuple[str, str]]:
         k_slice = ch.k if plan.gated_mode == "mul_exchange" else ch.k // cl.k
         if plan.gated_mode != "mul_exchange" and ch.k % cl.k:
             bad("cluster.k", f"K = {ch.k} does not split over cls_k = {cl.k}")
-        _divides(bad, "tiles.block_k", k_slice, t.block_k, "the K slice")
+        # the fused_wgmma template zero-fills a single K slice's tail (TMA); sliced K runs whole k tiles
+        if not (plan.instruction == "wgmma" and (cl.k == 1 or plan.gated_mode == "mul_exchange")):
+            _divides(bad, "tiles.block_k", k_slice, t.block_k, "the K slice")
         if t.block_l * cl.l != ch.l:
             bad("tiles.block_l", f"block_l {t.block_l} x cls_l {cl.l} != L = {ch.l}")
         rows = plan.grid_m * cl.m * t.block_m
@@ -91,6 +95,11 @@ def plan_problems(plan: Plan, hw: Hardware) -> list[tuple[str, str]]:
         elif fused[0].grid_blocks != plan.grid_m * plan.n_split * cl.size:
             bad("kernels[0].grid_blocks", f"{fused[0].grid_blocks} != grid_m x n_split x cluster size "
                 f"= {plan.grid_m * plan.n_split * cl.size}")
+        if not out:  # the generator's SMEM layout (ring of `stages`, C' slices, exchange, E), not the recorded size
+            need = fused_smem_bytes(plan)
+            if need > hw.smem_per_block_bytes:
+                bad("stages", f"{plan.stages} stages: the kernel's SMEM layout needs {need} B, more than "
+                    f"{hw.smem_per_block_bytes} B per block")
     return out
 
 

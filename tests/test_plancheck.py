@@ -75,3 +75,28 @@ def test_load_plan_type_errors(tmp_path: Path) -> None:
         load_plan(str(p), H100)
     p.write_text(dsm_plan().to_json())
     assert load_plan(str(p), H100) == dsm_plan()
+
+
+@pytest.mark.parametrize("case", ["G1", "G3"])
+def test_the_planners_own_plans_pass_the_check(case: str) -> None:
+    """G1 (K = 32) and G3 (K = 416) end their single K slice in a tile the fused_wgmma template
+    zero-fills; the check once rejected the plans `simulate` and `codegen` pick for them."""
+    from fusesim.planner import plan_case
+    from fusesim.workload import load_workload
+
+    chain = load_workload(ROOT / "workloads" / "paper_gemm_chains.yaml").select([case])[0]
+    found = plan_case(chain, H100, top_k=1, rank="simulated")
+    assert sorted(found.plans) == ["dsm", "smem", "unfused"]
+    for strategy, sps in found.plans.items():
+        assert plan_problems(sps[0].plan, H100) == [], (strategy, sps[0].plan.summary())
+
+
+def test_stages_beyond_smem_named_even_with_the_recorded_size_unchanged() -> None:
+    from fusesim.planner import best_plan
+    from fusesim.workload import load_workload
+
+    chain = load_workload(ROOT / "workloads" / "paper_gemm_chains.yaml").select(["G9"])[0]
+    plan = best_plan(chain, H100, "dsm")
+    deep = plan.with_(stages=40)  # kernels[0].smem_bytes still the 6-stage layout's
+    assert deep.kernels[0].smem_bytes == plan.kernels[0].smem_bytes
+    assert [f for f, _ in plan_problems(deep, H100)] == ["stages"]
