@@ -148,3 +148,40 @@ def test_unwritable_outputs_are_one_line_before_any_work(tmp_path: Path) -> None
             assert f"field {flag}: " in r.stderr and ("not a folder" in r.stderr or "is a folder" in r.stderr or
                                                       "is a file" in r.stderr), (args, r.stderr)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
+
+
+def test_plan_table_with_a_case_rejected_before_the_search(tmp_path: Path) -> None:
+    """A case the planner rejects up front (N not a multiple of 16) ran no pruning rule; the rules table
+    once indexed its empty row and ended in a traceback."""
+    wl = tmp_path / "mixed.yaml"
+    wl.write_text(yaml.safe_dump({"name": "mixed", "cases": [
+        {"id": "odd", "kind": "gemm_chain", "m": 100, "n": 3000, "k": 512, "l": 512},
+        {"id": "ok", "kind": "gemm_chain", "m": 128, "n": 256, "k": 512, "l": 64}]}))
+    r = cli("plan", str(wl), "--hw", "h100_sxm", "--rank", "cost")
+    assert r.returncode == 0, r.stderr
+    rows = {line.split()[0]: line for line in r.stdout.splitlines() if line.startswith(("odd ", "ok "))}
+    assert set(rows) == {"odd", "ok"}
+    assert "(-" not in rows["odd"] and "(-" in rows["ok"]  # the rejected case's rule cells are "-"
+    assert "N = 3000 not a multiple of 16" in r.stdout
+
+
+def test_plans_respect_the_thread_limit_of_the_hardware_file(tmp_path: Path) -> None:
+    """The generator's wgmma enumerations fix their threads (256, 384); on a machine with 64 threads per
+    block they are not candidates (the simulator once raised on them: an internal error)."""
+    raw = yaml.safe_load((ROOT / "hw_configs" / "h100_sxm.yaml").read_text())
+    raw["max_threads_per_block"] = 64
+    hw = tmp_path / "threads64.yaml"
+    hw.write_text(yaml.safe_dump(raw))
+    r = cli("simulate", "workloads/paper_gemm_chains.yaml", "--hw", str(hw), "--case", "G3", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)["results"]
+    assert len(res) == 3 and all("infeasible" in x or x["time_us"] > 0 for x in res)
+    from fusesim.hardware import load_hardware
+    from fusesim.planner import plan_case
+    from fusesim.workload import load_workload
+
+    chain = load_workload(ROOT / "workloads" / "paper_gemm_chains.yaml").select(["G3"])[0]
+    found = plan_case(chain, load_hardware(hw), top_k=3)
+    plans = [sp.plan for sps in found.plans.values() for sp in sps]
+    assert all(k.threads <= 64 for p in plans for k in p.kernels)
+
