@@ -185,3 +185,9 @@ def test_plans_respect_the_thread_limit_of_the_hardware_file(tmp_path: Path) -> 
     plans = [sp.plan for sps in found.plans.values() for sp in sps]
     assert all(k.threads <= 64 for p in plans for k in p.kernels)
 
+
+def test_codegen_writes_each_strategy_named(tmp_path: Path) -> None:
+    r = cli("codegen", "workloads/paper_gemm_chains.yaml", "--hw", "h100_sxm", "--case", "G2", "--strategy", "unfused",
+            "--strategy", "dsm", "--no-harness", "--format", "json", "--out", str(tmp_path / "cg"))
+    assert r.returncode == 0, r.stderr
+    assert sorted(f["strategy"] for f in json.loads(r.stdout)["files"]) == ["dsm", "unfused"]

@@ -25,9 +25,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("workload", help="workload YAML")
     p.add_argument("--hw", required=True, help="hardware YAML")
     p.add_argument("--case", required=True, action="append", help="case id (repeatable)")
-    p.add_argument("--strategy", default="best", choices=("unfused", "smem", "dsm", "best"))
+    p.add_argument("--strategy", action="append", choices=("unfused", "smem", "dsm", "best"),
+                   help="whose plan to write (repeatable; default best: the fastest simulated of the three)")
     add_rank(p)
-    p.add_argument("--plans", default="planner", choices=("planner", "hand"))
+    p.add_argument("--plans", default="planner", choices=("planner", "hand"),
+                   help="planner: the plan `fusesim simulate` runs (default); hand: the generator's own "
+                        "enumeration, by a rough latency score")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--no-harness", action="store_true",
                    help="write the kernel .cu only, not its standalone harness NAME_main.cu and the Makefile")
@@ -69,10 +72,14 @@ def run(args: argparse.Namespace) -> int:
     hw = hardware_arg(args.hw)
     out = Path(args.out)
     check_writable(out, "--out", folder=True)
-    made = []
+    made, names = [], set()
     for ch in wl.select(args.case):
-        plan, source = _plan_for(ch, hw, args.strategy, args.plans, args.rank, args.workload)
-        made.append((ch, plan, source, generate(plan)))
+        for strategy in dict.fromkeys(args.strategy or ["best"]):
+            plan, source = _plan_for(ch, hw, strategy, args.plans, args.rank, args.workload)
+            src = generate(plan)
+            if src.name not in names:  # best is one of the others: write it once
+                names.add(src.name)
+                made.append((ch, plan, source, src))
     written = []
     try:
         for ch, plan, source, src in made:
