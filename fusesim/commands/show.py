@@ -33,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
     if _is_hardware(raw):
         return _show_hw(hardware_from_dict(raw, str(path)), args)
     if "cases" not in raw:
-        raise InputError(str(path), "cases", "neither a workload (no 'cases') nor a hardware file (no 'sm_count')")
+        raise InputError(str(path), "cases", "neither a workload (no 'cases'), a hardware file (no 'sm_count') "
+                         "nor a plan (no 'chain')")
     wl = workload_from_dict(raw, str(path))
     hw = hardware_arg(args.hw or "h100_sxm")
     rows = []
