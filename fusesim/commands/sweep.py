@@ -33,7 +33,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(fusesim/sweep/derive.py)")
     g.add_argument("--workloads", nargs="+", help="workload YAMLs")
     g.add_argument("--name", help="sweep name (default: adhoc-<hash of the flags>)")
-    g.add_argument("--evaluator", help="module:function evaluating one task (default: planner + simulator; "
+    g.add_argument("--evaluator", help="module:function evaluating one task (default: "
+                   "fusesim.sweep.evaluate:evaluate_case, the cost model's top plan per strategy, simulated: fast, "
+                   "but not the plan `fusesim simulate` picks; fusesim.sweep.evaluate:evaluate_case_simulated "
+                   "simulates the same pool as `simulate` and keeps its fastest (slower); "
                    "fusesim.sweep.evaluate:evaluate_case_unconstrained lets the planner pick plans today's "
                    "generator cannot build)")
     sel = p.add_argument_group("selection (also narrows a spec)")
