@@ -50,6 +50,7 @@ class Row:
     source: str = ""
     kernels: int = 1  # kernels the plan launches (each pays hw.kernel_start_us)
     plan: Plan | None = field(default=None, repr=False)  # the simulated plan (for error breakdowns)
+    gpu: str = ""  # the GPU the measurement's file names ("" when it does not)
 
     @property
     def error(self) -> float:
@@ -77,7 +78,7 @@ def join(measured: str | Path | list[str], hw: Hardware, split: str | None = Non
         got = {name: float(getattr(m, attr)) for name, (attr, _) in COUNTERS.items() if getattr(m, attr)}
         predicted = {name: float(sum(sim.bytes.get(k, 0) for k in keys)) for name, (_, keys) in COUNTERS.items()}
         rows.append(Row(plan.case_id, m.plan or plan.summary(), m.time_us, sim.time_ns / 1e3, got, predicted,
-                        Path(m.source).name, len(plan.kernels), plan))
+                        Path(m.source).name, len(plan.kernels), plan, m.gpu))
     return rows
 
 

@@ -86,6 +86,24 @@ def test_validate_cli_writes_csv_and_plot(tmp_path: Path) -> None:
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_validate_says_when_the_kernels_ran_on_several_gpus(tmp_path: Path) -> None:
+    """results/h200/ holds H100 runs (*_h100*) beside the H200's; validate scores all of them on one file,
+    so it names the GPUs and how many kernels each ran."""
+    for name, gpu in (("a.json", "NVIDIA H200"), ("b.json", "NVIDIA H100 80GB HBM3")):
+        doc = read_json(ROOT / "results" / "h200" / "final11_paper_gemm_chains.json")
+        doc["cases"] = [c for c in doc["cases"] if c["case"] == "G1"]
+        doc["env"]["gpu"] = gpu
+        (tmp_path / name).write_text(json.dumps(doc))
+    r = subprocess.run([sys.executable, "-m", "fusesim", "validate", "--measured", str(tmp_path), "--hw", "h200"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    note = [line for line in r.stdout.splitlines() if line.startswith("note:")]
+    assert len(note) == 1 and "2 GPUs" in note[0] and "NVIDIA H100 80GB HBM3 4" in note[0], note
+    one = subprocess.run([sys.executable, "-m", "fusesim", "validate", "--measured", str(tmp_path / "a.json"),
+                          "--hw", "h200"], capture_output=True, text=True, cwd=ROOT)
+    assert one.returncode == 0 and "note:" not in one.stdout
+
+
 def test_validate_missing_folder_exit_2(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "fusesim", "validate", "--measured", str(tmp_path / "none"),
                         "--hw", "h200"], capture_output=True, text=True, cwd=ROOT)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+from collections import Counter
 from pathlib import Path
 
 from fusesim.commands.common import add_format, hardware_arg, print_json, table
@@ -53,6 +54,11 @@ def run(args: argparse.Namespace) -> int:
                 [[r.case, r.label, r.measured_us, r.predicted_us, 100 * r.error] for r in rows],
                 title=f"predicted ({hw.name}) vs measured"))
     print()
+    gpus = Counter(r.gpu or "a GPU the file does not name" for r in rows)
+    if len(gpus) > 1:  # e.g. results/h200/ holds the H100 runs (*_h100*) beside the H200's
+        print(f"note: the kernels were measured on {len(gpus)} GPUs, all scored on {hw.name}: "
+              + "; ".join(f"{g} {n:,}" for g, n in gpus.most_common())
+              + " (a glob narrows --measured, e.g. 'results/h200/final11_*')")
     s = summary
     if s["kernels"]:
         print(f"kernels {s['kernels']}  MAPE {100 * s['mape']:.1f}%  Pearson {s['pearson']:.3f}  "

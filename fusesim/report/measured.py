@@ -43,6 +43,7 @@ class Measurement:
     codegen: dict[str, bool] | None = None  # the generator switches the kernels were built with (None: not recorded)
     hbm_read_bytes: float | None = None  # DRAM read and write bytes apart (hbm_bytes is their sum)
     hbm_write_bytes: float | None = None
+    gpu: str = ""  # the GPU the file says it ran on (env.gpu of a bench file), "" when it does not say
 
 
 @dataclass
@@ -178,8 +179,11 @@ def load_measured(path: str | Path | Sequence[str | Path] | None) -> MeasuredSet
             continue
         got = [m for e in _entries(doc) for m in _from_entry(e, str(f))]
         switches = doc.get("codegen") if isinstance(doc, dict) else None
+        env = doc.get("env") if isinstance(doc, dict) else None
+        gpu = env.get("gpu") if isinstance(env, dict) else None
         for m in got:
             m.codegen = switches if isinstance(switches, dict) else None
+            m.gpu = gpu if isinstance(gpu, str) else ""
         if not got:
             res.warnings.append(f"{f}: no measurements recognised")
         res.items.extend(got)
