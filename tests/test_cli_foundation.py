@@ -191,3 +191,19 @@ def test_codegen_writes_each_strategy_named(tmp_path: Path) -> None:
             "--strategy", "dsm", "--no-harness", "--format", "json", "--out", str(tmp_path / "cg"))
     assert r.returncode == 0, r.stderr
     assert sorted(f["strategy"] for f in json.loads(r.stdout)["files"]) == ["dsm", "unfused"]
+
+
+def test_simulate_counts_the_outputs_write_back_and_prints_whole_reasons(tmp_path: Path) -> None:
+    wl = tmp_path / "w.yaml"
+    wl.write_text(yaml.safe_dump({"name": "w", "cases": [
+        {"id": "odd", "kind": "gemm_chain", "m": 100, "n": 3000, "k": 512, "l": 512},
+        {"id": "ok", "kind": "gemm_chain", "m": 128, "n": 256, "k": 512, "l": 64}]}))
+    r = cli("simulate", str(wl), "--hw", "h100_sxm", "--rank", "cost", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    ok = [x for x in json.loads(r.stdout)["results"] if x["case"] == "ok"]
+    e_bytes = 128 * 64 * 2  # E, written back after the last kernel (a fused plan's split workspace too)
+    assert [x["drain_bytes"] for x in ok if x["strategy"] == "unfused"] == [e_bytes]
+    assert all(x["drain_bytes"] >= e_bytes for x in ok)
+    t = cli("simulate", str(wl), "--hw", "h100_sxm", "--rank", "cost")
+    reason = "N = 3000 not a multiple of 16: kernels tile N, K and L exactly in 16-wide MMA steps (only M is predicated)"
+    assert f"  odd unfused: infeasible: {reason}" in t.stdout.splitlines()

@@ -92,6 +92,7 @@ def _simulate_job(job: tuple[Any, Any, str, str, bool]) -> tuple[dict[str, Any],
     row.update({
         "time_us": r.time_us,
         "bytes": r.bytes,
+        "drain_bytes": r.drain_bytes,  # outputs written back to HBM after the last kernel (not in bytes.hbm_write)
         "utilization": r.utilization,
         "sim": {"events": r.events, "wall_s": r.wall_s},
         "predicted_time_us": predicted_ns / 1e3 if predicted_ns is not None else None,
@@ -136,20 +137,28 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print_json({"hw": hw.name, "rank": args.rank, "results": results})
         return 0
-    rows = []
+    rows, cut = [], []
     for r in results:
         if "infeasible" in r:
-            rows.append([r["case"], r["strategy"], "-", "-", "-", "-", "-", "-", "-", "infeasible: " + r["infeasible"][:60]])
+            why = r["infeasible"]
+            if len(why) > 60:
+                cut.append(f"  {r['case']} {r['strategy']}: infeasible: {why}")
+                why = why[:57] + "..."
+            rows.append([r["case"], r["strategy"], "-", "-", "-", "-", "-", "-", "-", "infeasible: " + why])
             continue
         b = r["bytes"]
         rows.append([r["case"], r.get("plan_strategy", r["strategy"]), r["time_us"],
                      r["predicted_time_us"] if r["predicted_time_us"] is not None else "-", r["floor_us"],
-                     (b["hbm_read"] + b["hbm_write"]) / 1e6, (b["l2_read"] + b["l2_write"]) / 1e6, b["dsm"] / 1e6,
+                     (b["hbm_read"] + b["hbm_write"] + r["drain_bytes"]) / 1e6, (b["l2_read"] + b["l2_write"]) / 1e6,
+                     b["dsm"] / 1e6,
                      f"{r['speedup_vs_unfused']:.2f}x" if r.get("speedup_vs_unfused") else "",
                      f"{r['plan']}, {r['instruction']}"])
     print(table(["case", "strategy", "sim us", "pred us", "floor us", "HBM MB", "L2 MB", "DSM MB", "vs unfused", "plan"],
                 rows, title=f"simulated on {hw.name}, {RANK_TITLE[args.rank]} (pred = planner cost model; "
-                            "floor = max(FLOPs/peak, min bytes/HBM))"))
+                            "floor = max(FLOPs/peak, min bytes/HBM); HBM MB: reads, writes and the outputs' "
+                            "write-back after the last kernel)"))
+    if cut:
+        print("\n".join(cut))
     best = [r for r in results if r.get("best_fused")]
     if best:
         print()
