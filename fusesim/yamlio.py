@@ -13,6 +13,29 @@ from fusesim.errors import InputError
 from fusesim.stored import on_disk, read_text
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """safe_load that refuses a key given twice in one mapping (PyYAML keeps the last one silently, so a
+    workload with `m: 128` and `m: 256` in one case would run M = 256 without a word)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _value in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def _duplicate_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key {k!r}")
+        out[k] = v
+    return out
+
+
 def read_mapping(path: str | Path) -> dict[str, Any]:
     """Load a YAML (or JSON) file whose top level must be a mapping."""
     p = Path(path)
@@ -24,14 +47,19 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise InputError(str(path), None, f"cannot read: {exc}") from None
     try:
-        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+        data = (json.loads(text, object_pairs_hook=_duplicate_pairs) if p.suffix == ".json"
+                else yaml.load(text, Loader=_UniqueKeyLoader))  # noqa: S506 - a SafeLoader subclass
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError):
+            raise InputError(str(path), None, f"JSON syntax error at line {exc.lineno}: {exc.msg}") from None
+        raise InputError(str(path), None, str(exc)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
+        if problem.startswith("duplicate key"):  # _UniqueKeyLoader
+            raise InputError(str(path), None, f"{problem}{where} (each key once per mapping)") from None
         raise InputError(str(path), None, f"YAML syntax error{where}: {problem}") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(str(path), None, f"JSON syntax error at line {exc.lineno}: {exc.msg}") from None
     if not isinstance(data, dict):
         raise InputError(str(path), None, "top level must be a mapping")
     return data
