@@ -207,3 +207,13 @@ def test_simulate_counts_the_outputs_write_back_and_prints_whole_reasons(tmp_pat
     t = cli("simulate", str(wl), "--hw", "h100_sxm", "--rank", "cost")
     reason = "N = 3000 not a multiple of 16: kernels tile N, K and L exactly in 16-wide MMA steps (only M is predicated)"
     assert f"  odd unfused: infeasible: {reason}" in t.stdout.splitlines()
+
+
+def test_simulate_refuses_one_case_id_in_two_files(tmp_path: Path) -> None:
+    """Rows and speedups are keyed by case id: the same id from two files printed two look-alike rows and
+    mixed their speedups."""
+    copy = tmp_path / "copy.yaml"
+    copy.write_text((ROOT / "workloads" / "paper_gemm_chains.yaml").read_text())
+    r = cli("simulate", "workloads/paper_gemm_chains.yaml", str(copy), "--hw", "h100_sxm", "--case", "G1")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "copy.yaml: case G1: field id" in r.stderr and r.stdout == ""

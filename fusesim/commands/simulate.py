@@ -45,9 +45,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _jobs(args: argparse.Namespace) -> list[tuple[Any, str]]:
     chains = []
+    first: dict[str, str] = {}  # case id -> the file it came from: the rows (and speedups) are keyed by id
     for path in args.workload:
         wl = workload_arg(path)
         chosen = [c for c in wl.cases if not args.case or c.case_id in args.case]
+        for c in chosen:
+            if c.case_id in first:
+                raise InputError(path, "id", f"case {c.case_id!r} is also in {first[c.case_id]}: ids must differ "
+                                 "across the files of one command", case=c.case_id)
+            first[c.case_id] = path
         chains += chosen
     if args.case:
         have = {c.case_id for c in chains}
