@@ -111,8 +111,8 @@ def _plans_table(e: dict[str, Any]) -> str:
                      pr["time_us"], "-" if p["simulated_us"] is None else p["simulated_us"], pr["bound"],
                      _mb(pr["bytes"]["hbm"]), _mb(pr["bytes"]["l2"]), _mb(pr["bytes"]["dsm"])])
     out = table(["strategy", "#", "kind", "cluster mnkl", "tiles m n k l", "grid", "passes", "stages", "threads",
-                 "instr", "build", "pred us", "sim us", "bound", "HBM MB", "L2 MB", "DSM MB"], rows,
-                title=f"case {e['case']}")
+                 "instr", "build", "pred us", "sim us", "bound", "pred HBM MB", "pred L2 MB", "pred DSM MB"], rows,
+                title=f"case {e['case']} (pred: the cost model's time, bound and bytes; sim us: the simulator's time)")
     for s, why in e["infeasible"].items():
         out += f"\n  {s}: infeasible: {why}"
     return out
