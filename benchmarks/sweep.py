@@ -26,6 +26,17 @@ Re-run at 881f3a1 (this session's simulator, planner and wgmma plans), same mach
     2 local workers                135 rows:  29.6 rows/s
     Dask LocalCluster, 2 workers   135 rows:  17.7 rows/s
     estimate for 1,000 rows at the best rate: 34 s
+
+The default evaluator is now the plan `fusesim simulate` runs (evaluate_case_simulated: each strategy's
+pool simulated, the fastest kept); the runs above were the cost model's pick (evaluate_case). Both on
+2026-12-08, same machine (`python benchmarks/sweep.py [--full]` and `--evaluator
+fusesim.sweep.evaluate:evaluate_case`):
+
+                                   evaluate_case_simulated   evaluate_case
+    1 worker (in process)          135 rows:   4.6 rows/s    39.9 rows/s
+    2 local workers                135 rows:   9.4 rows/s    48.5 rows/s
+    Dask LocalCluster, 2 workers   135 rows:   7.0 rows/s    26.2 rows/s
+    full grid, 2 local workers    1170 rows: 136 s (8.6 rows/s; other jobs ran beside it)
 """
 
 from __future__ import annotations
@@ -44,9 +55,12 @@ SPEC = ROOT / "sweeps" / "dsm_bandwidth_x_cluster.yaml"
 TARGET_S = 15 * 60
 
 
-def run(out: Path, jobs: int, limit: int | None, dask: bool = False, cases: list[str] | None = None) -> dict:
+def run(out: Path, jobs: int, limit: int | None, dask: bool = False, cases: list[str] | None = None,
+        evaluator: str | None = None) -> dict:
     cmd = [sys.executable, "-m", "fusesim", "sweep", str(SPEC), "--out", str(out), "--jobs", str(jobs),
            "--format", "json", "--no-parquet"]
+    if evaluator:
+        cmd += ["--evaluator", evaluator]
     if limit:
         cmd += ["--limit", str(limit)]
     if dask:
@@ -71,6 +85,7 @@ def main() -> int:
     ap.add_argument("--full", action="store_true", help="also run the whole grid with 2 workers")
     ap.add_argument("--no-dask", action="store_true", help="skip the Dask measurement")
     ap.add_argument("--json", help="write the measurements here")
+    ap.add_argument("--evaluator", help="module:function (default: the sweep's, evaluate_case_simulated)")
     args = ap.parse_args()
 
     results: dict[str, dict] = {}
@@ -87,7 +102,7 @@ def main() -> int:
             except ImportError:
                 print("dask not installed: skipping the Dask measurement", file=sys.stderr)
         for label, jobs, dask in plans:
-            s = run(tmpd / f"{jobs}-{dask}.csv", jobs, None, dask, args.cases)
+            s = run(tmpd / f"{jobs}-{dask}.csv", jobs, None, dask, args.cases, args.evaluator)
             results[label] = s
             print(f"{label:30} {s['computed']:5} rows in {s['wall_s']:6.1f} s = {s['rows_per_s']:6.1f} rows/s "
                   f"(process {s['process_wall_s']:.1f} s; {s['errors']} errors)", flush=True)
@@ -97,7 +112,7 @@ def main() -> int:
               f"{est:.0f} s = {est / 60:.1f} min (target {TARGET_S / 60:.0f} min on {os.cpu_count()} cores)")
         full = None
         if args.full:
-            full = run(tmpd / "full.csv", 2, None)
+            full = run(tmpd / "full.csv", 2, None, evaluator=args.evaluator)
             print(f"full grid, 2 local workers: {full['computed']} rows in {full['wall_s']:.0f} s "
                   f"({full['rows_per_s']:.1f} rows/s; {full['errors']} errors, {full['infeasible']} infeasible) -> "
                   f"{'within' if full['wall_s'] * 1000 / max(full['computed'], 1) < TARGET_S else 'OVER'} "

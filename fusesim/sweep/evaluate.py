@@ -6,14 +6,15 @@ columns per strategy of the task (same order), optionally with `status` ("ok", "
 workers import it by name; it must be deterministic (same task, same numbers), which is what
 makes local and Dask runs give identical files.
 
-- `evaluate_case`: the real one — the planner's best plan per strategy, then its simulation.
+- `evaluate_case_simulated` (the default, `spec.DEFAULT_EVALUATOR`): per strategy the plan `fusesim simulate`
+  runs (`plan_case(rank="simulated")`: the fastest simulated of the pool `best` simulates).
+- `evaluate_case`: the cost model's best plan per strategy, then its simulation (5-9x more rows per second;
+  the default until 2026-12-08).
 - `evaluate_case_unconstrained`: the same, with plans today's code generator cannot build allowed
   (hardware what-ifs: wgmma, clusters above 16).
 - `evaluate_case_reranked`, `evaluate_case_unconstrained_reranked`: the planner's top RERANK_K
   plans per strategy are all simulated and the fastest *simulated* one is kept (`plan_rank` says
   which of the planner's choices won): what a planner checked by the simulator would pick.
-- `evaluate_case_simulated`: per strategy the plan `fusesim simulate` runs (`plan_case(rank="simulated")`:
-  the fastest simulated of the pool `best` simulates; slower per point, the roofline's default).
 - `bound_case`: an analytic bound with no planner and no simulator (max of FLOPs at the tensor
   peak and bytes at HBM bandwidth, plus launch overheads); cheap, for smoke tests and for
   measuring the sweep machinery's own overhead.

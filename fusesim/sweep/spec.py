@@ -44,7 +44,12 @@ SPEC_KEYS = {"name", "description", "hw", "workloads", "cases", "strategies", "v
              "evaluator"}
 STRATEGY_CHOICES = ("unfused", "smem", "dsm", "best")
 DEFAULT_STRATEGIES = ("unfused", "smem", "dsm")
-DEFAULT_EVALUATOR = "fusesim.sweep.evaluate:evaluate_case"
+# the plan `fusesim simulate` runs at each point (each strategy's fastest simulated of the pool `best` simulates),
+# so a sweep answers as simulate does; the cost model's top plan alone (evaluate_case, the default until
+# 2026-12-08) runs 5-9x more rows per second (benchmarks/sweep.py) but its picks move with the swept field: on
+# sweeps/dsm_bandwidth_x_cluster.yaml it credited 4x DSM bandwidth with C4 1.92x, where the simulated picks
+# gain 1.12x (README "Sweeps")
+DEFAULT_EVALUATOR = "fusesim.sweep.evaluate:evaluate_case_simulated"
 # Fields the derive rules maintain; an invalid value there gets a hint to use them.
 DERIVED_FIELDS = {"max_cluster_size", "gpc_sm_counts", *CLUSTER_TABLES}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
