@@ -343,6 +343,8 @@ class Hardware(BaseModel):
 def load_hardware(path: str | Path, overrides: dict[str, Any] | None = None) -> Hardware:
     """Load and validate a hardware YAML; `overrides` maps dotted YAML paths to new values (sweeps)."""
     raw = read_mapping(path)
+    if "cases" in raw and "sm_count" not in raw:
+        raise InputError(str(path), None, "a workload (it has cases), not a hardware file: --hw wants a hw_configs YAML")
     for key, value in (overrides or {}).items():
         try:
             raw = set_dotted(raw, key, value)

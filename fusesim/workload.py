@@ -263,4 +263,7 @@ def workload_from_dict(raw: dict[str, Any], file: str = "<workload>") -> Workloa
 
 
 def load_workload(path: str | Path) -> Workload:
-    return workload_from_dict(read_mapping(path), str(path))
+    raw = read_mapping(path)
+    if "cases" not in raw and "sm_count" in raw:
+        raise InputError(str(path), None, "a hardware file (it has sm_count), not a workload: pass it with --hw")
+    return workload_from_dict(raw, str(path))

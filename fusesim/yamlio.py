@@ -41,7 +41,7 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     found = on_disk(p)  # a committed result may be stored packed (fusesim.stored)
     if found is None:
-        raise InputError(str(path), None, "no such file")
+        raise InputError(str(path), None, "a folder, not a file" if p.is_dir() else "no such file")
     try:
         text = read_text(found)
     except (OSError, EOFError, UnicodeDecodeError) as exc:
@@ -127,7 +127,7 @@ def check_writable(path: str | Path, field: str, folder: bool = False) -> None:
     try:  # a probe file, gone at once: also catches what os.access does not (read-only mounts, /proc, as root)
         fd, probe = tempfile.mkstemp(prefix=".fusesim-probe.", dir=anc)
     except OSError as exc:
-        raise InputError(str(path), field, f"cannot be written: {anc}: {exc.strerror or exc}") from None
+        raise InputError(str(path), field, f"cannot be written: {anc} refuses a new file ({exc.strerror or exc})") from None
     os.close(fd)
     os.unlink(probe)
 

@@ -217,3 +217,14 @@ def test_simulate_refuses_one_case_id_in_two_files(tmp_path: Path) -> None:
     r = cli("simulate", "workloads/paper_gemm_chains.yaml", str(copy), "--hw", "h100_sxm", "--case", "G1")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "copy.yaml: case G1: field id" in r.stderr and r.stdout == ""
+
+
+def test_a_file_of_the_wrong_kind_or_a_folder_is_named_as_such(tmp_path: Path) -> None:
+    cases = [(("show", str(tmp_path)), "a folder, not a file"),
+             (("simulate", "hw_configs/h100_sxm.yaml", "--hw", "h100_sxm"), "a hardware file (it has sm_count), not a workload"),
+             (("simulate", "workloads/paper_gemm_chains.yaml", "--hw", "workloads/paper_gemm_chains.yaml"),
+              "a workload (it has cases), not a hardware file")]
+    for args, says in cases:
+        r = cli(*args)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+        assert says in r.stderr, (args, r.stderr)
