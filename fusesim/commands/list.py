@@ -15,6 +15,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _ids(cases, width: int = 60) -> str:
+    text = " ".join(c.case_id for c in cases)
+    return text if len(text) <= width else text[: width - 3].rsplit(" ", 1)[0] + " ..."
+
+
 def run(args: argparse.Namespace) -> int:
     hws = [(p, load_hardware(p)) for p in shipped("hw_configs")]
     wls = [(p, load_workload(p)) for p in shipped("workloads")]
@@ -31,6 +36,6 @@ def run(args: argparse.Namespace) -> int:
                 title="Hardware"))
     print()
     print(table(["file", "name", "cases", "ids"],
-                [[str(p.relative_to(ROOT)), w.name, len(w.cases), " ".join(c.case_id for c in w.cases)[:60]]
+                [[str(p.relative_to(ROOT)), w.name, len(w.cases), _ids(w.cases)]
                  for p, w in wls], title="Workloads"))
     return 0

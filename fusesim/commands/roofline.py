@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_hw(p)
     p.add_argument("--case", nargs="+", help="only these case ids")
     p.add_argument("--strategy", nargs="+", choices=("unfused", "smem", "dsm", "best"),
-                   default=["unfused", "smem", "dsm"], help="strategies to place (default all three)")
+                   default=["unfused", "smem", "dsm"],
+                   help="strategies to place (default unfused smem dsm; best: each case's fastest of them)")
     p.add_argument("--source", choices=("predicted", "simulated"), default="predicted",
                    help="time and bytes from the planner's cost model or the simulator")
     p.add_argument("--measured", metavar="DIR", nargs="+",

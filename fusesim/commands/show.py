@@ -19,6 +19,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def _is_hardware(raw: dict) -> bool:
     return "cases" not in raw and ("sm_count" in raw or "provenance" in raw)
 
@@ -86,8 +90,10 @@ def _show_hw(hw, args: argparse.Namespace) -> int:
         return 0
     prov = d.pop("provenance")
     derived = d.pop("derived")
-    rows = [[k, str(v), prov.get(k, "")[:70]] for k, v in d.items()]
+    rows = [[k, str(v), _cut(prov.get(k, ""), 70)] for k, v in d.items()]
     print(table(["field", "value", "provenance"], rows, title=f"{hw.name}: {hw.description}"))
+    if any(len(p) > 70 for p in prov.values()):
+        print("(provenance cut at 70 characters where it ends in '...': --format json prints it whole)")
     print()
     print("derived: clusters resident at once (1 block/SM):",
           ", ".join(f"cs{k}={v}" for k, v in derived["max_active_clusters_1_block_per_sm"].items()),
