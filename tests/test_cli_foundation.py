@@ -228,3 +228,13 @@ def test_a_file_of_the_wrong_kind_or_a_folder_is_named_as_such(tmp_path: Path) -
         r = cli(*args)
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
         assert says in r.stderr, (args, r.stderr)
+
+
+def test_codegen_for_a_machine_without_wgmma_says_the_kernels_are_hopper_only(tmp_path: Path) -> None:
+    r = cli("codegen", "workloads/paper_gemm_chains.yaml", "--hw", "a100_sxm", "--case", "G2", "--no-harness",
+            "--out", str(tmp_path / "cg"))
+    assert r.returncode == 0, r.stderr
+    assert "target sm_90a (Hopper) only; a100_sxm has no wgmma" in r.stderr
+    quiet = cli("codegen", "workloads/paper_gemm_chains.yaml", "--hw", "h100_sxm", "--case", "G2", "--no-harness",
+                "--out", str(tmp_path / "cg2"))
+    assert quiet.returncode == 0 and "note:" not in quiet.stderr

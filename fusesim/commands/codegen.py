@@ -13,6 +13,7 @@ source are made before anything is written: a refused case leaves the folder as 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from fusesim.commands.common import add_format, add_rank, hardware_arg, print_json, workload_arg
@@ -92,6 +93,9 @@ def run(args: argparse.Namespace) -> int:
             written.append(entry)
     except OSError as exc:  # the file system refused (check_writable passed: permissions as root, a full disk)
         raise InputError(str(out), "--out", f"cannot write: {exc.strerror or exc}") from None
+    if "wgmma" not in hw.tensor_tflops:  # not a Hopper-class file: the plans fit it, the binaries do not
+        print(f"note: the kernels target sm_90a (Hopper) only; {hw.name} has no wgmma, so the plans were chosen "
+              f"for {hw.name}, but the files build and run only on a Hopper GPU", file=sys.stderr)
     if args.format == "json":
         print_json({"files": written})
     else:
