@@ -1,4 +1,5 @@
-"""`fusesim simulate WORKLOAD... --hw HW`: plan each case, run the plans on the SimPy machine.
+"""`fusesim simulate WORKLOAD... --hw HW`: plan each case, run the plans on the SimPy machine
+(`--plan PLAN.json ...` instead: run those plans, checked against the hardware first).
 
 Without --strategy every case runs unfused, smem and dsm, and the table shows the speedup of the
 best fused plan over unfused. Each strategy runs its fastest plan by simulation among the candidates
@@ -30,11 +31,14 @@ RANK_TITLE = {"simulated": "each strategy's fastest simulated plan", "cost": "ea
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("simulate", help="simulate the planned kernels of workload cases on a hardware description")
-    p.add_argument("workload", nargs="+", help="workload YAML(s) (e.g. workloads/paper_gemm_chains.yaml)")
+    p.add_argument("workload", nargs="*", help="workload YAML(s) (e.g. workloads/paper_gemm_chains.yaml)")
+    p.add_argument("--plan", action="append", metavar="PLAN.json",
+                   help="simulate this plan file instead of planning (repeatable; as written by `fusesim plan "
+                        "--format json`, `fusesim codegen` or by hand; checked against --hw first)")
     add_hw(p)
     p.add_argument("--case", action="append", metavar="ID", help="only these case ids (repeatable)")
-    p.add_argument("--strategy", choices=STRATEGY_CHOICES,
-                   help="one strategy ('best' = the planner's fastest); default: unfused, smem and dsm")
+    p.add_argument("--strategy", choices=STRATEGY_CHOICES, action="append",
+                   help="a strategy (repeatable; 'best' = the planner's fastest); default: unfused, smem and dsm")
     add_rank(p)
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="simulate N (case, strategy) pairs at a time in worker processes (default 1)")
@@ -43,7 +47,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _plan_jobs(args: argparse.Namespace, hw: Any) -> list[tuple[Any, str, Any]]:
+    """(chain, strategy, plan) of each --plan file, each checked against the hardware (one line if not)."""
+    from fusesim.plancheck import load_plan
+
+    if args.workload:
+        raise InputError("<command line>", "--plan", "give workload files or --plan files, not both")
+    for flag, value in (("--case", args.case), ("--strategy", args.strategy)):
+        if value:
+            raise InputError("<command line>", flag, "selects among a workload's cases; a plan file is one plan")
+    plans = [load_plan(path, hw) for path in args.plan]
+    return [(p.chain, p.strategy, p) for p in plans]
+
+
 def _jobs(args: argparse.Namespace) -> list[tuple[Any, str]]:
+    if not args.workload:
+        raise InputError("<command line>", "workload", "give one or more workload files (or --plan files)")
     chains = []
     first: dict[str, str] = {}  # case id -> the file it came from: the rows (and speedups) are keyed by id
     for path in args.workload:
@@ -60,7 +79,7 @@ def _jobs(args: argparse.Namespace) -> list[tuple[Any, str]]:
         missing = [i for i in args.case if i not in have]
         if missing:
             raise InputError(", ".join(args.workload), "id", f"no case {missing[0]!r}", case=missing[0])
-    strategies = [args.strategy] if args.strategy else ["unfused", "smem", "dsm"]
+    strategies = list(dict.fromkeys(args.strategy)) if args.strategy else ["unfused", "smem", "dsm"]
     return [(c, s) for c in chains for s in strategies]
 
 
@@ -81,13 +100,18 @@ def _plan(chain: Any, hw: Any, strategy: str, rank: str) -> tuple[Any, float | N
     return scored[0].plan, scored[0].predicted.time_ns, None
 
 
-def _simulate_job(job: tuple[Any, Any, str, str, bool]) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
-    """Plan and simulate one (case, strategy): its result row and, when asked, its trace. A top-level
-    function of plain arguments, so that worker processes can run it (`--jobs`)."""
+def _simulate_job(job: tuple[Any, Any, str, str, bool, Any]) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+    """Plan and simulate one (case, strategy), or simulate a given plan: its result row and, when asked, its
+    trace. A top-level function of plain arguments, so that worker processes can run it (`--jobs`)."""
     from fusesim.sim import simulate
 
-    chain, hw, strategy, rank, want_trace = job
-    plan, predicted_ns, reason = _plan(chain, hw, strategy, rank)
+    chain, hw, strategy, rank, want_trace, given = job
+    if given is None:
+        plan, predicted_ns, reason = _plan(chain, hw, strategy, rank)
+    else:  # a plan file: the cost model's time for it, as the planner would have predicted
+        from fusesim.planner.cost import predict
+
+        plan, predicted_ns, reason = given, predict(given, hw).time_ns, None
     row: dict[str, Any] = {"case": chain.case_id, "strategy": strategy}
     if plan is None:
         row.update(infeasible=reason)
@@ -117,7 +141,10 @@ def run(args: argparse.Namespace) -> int:
     hw = hardware_arg(args.hw)
     if args.trace:
         check_writable(args.trace, "--trace")
-    jobs = [(chain, hw, strategy, args.rank, bool(args.trace)) for chain, strategy in _jobs(args)]
+    if args.plan:
+        jobs = [(chain, hw, strategy, args.rank, bool(args.trace), plan) for chain, strategy, plan in _plan_jobs(args, hw)]
+    else:
+        jobs = [(chain, hw, strategy, args.rank, bool(args.trace), None) for chain, strategy in _jobs(args)]
     bar = tqdm(total=len(jobs), desc="simulate", unit="plan", file=sys.stderr, disable=not sys.stderr.isatty())
     if args.jobs == 1 or len(jobs) < 2:
         done = []
@@ -141,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     if args.trace:
         atomic_write(args.trace, _merge_traces(traces))
     if args.format == "json":
-        print_json({"hw": hw.name, "rank": args.rank, "results": results})
+        print_json({"hw": hw.name, "rank": None if args.plan else args.rank, "results": results})
         return 0
     rows, cut = [], []
     for r in results:
@@ -160,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
                      f"{r['speedup_vs_unfused']:.2f}x" if r.get("speedup_vs_unfused") else "",
                      f"{r['plan']}, {r['instruction']}"])
     print(table(["case", "strategy", "sim us", "pred us", "floor us", "HBM MB", "L2 MB", "DSM MB", "vs unfused", "plan"],
-                rows, title=f"simulated on {hw.name}, {RANK_TITLE[args.rank]} (pred = planner cost model; "
+                rows, title=f"simulated on {hw.name}, {'the given plan files' if args.plan else RANK_TITLE[args.rank]} (pred = planner cost model; "
                             "floor = max(FLOPs/peak, min bytes/HBM); HBM MB: reads, writes and the outputs' "
                             "write-back after the last kernel)"))
     if cut:
