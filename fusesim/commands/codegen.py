@@ -23,9 +23,12 @@ from fusesim.yamlio import check_writable
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("codegen", help="write the CUDA source of a case's plan")
-    p.add_argument("workload", help="workload YAML")
+    p.add_argument("workload", nargs="?", help="workload YAML (or give --plan files instead)")
     p.add_argument("--hw", required=True, help="hardware YAML")
-    p.add_argument("--case", required=True, action="append", help="case id (repeatable)")
+    p.add_argument("--case", action="append", help="case id (repeatable; required with a workload)")
+    p.add_argument("--plan", action="append", metavar="PLAN.json",
+                   help="write this plan file's kernels instead (repeatable; checked against --hw and against what "
+                        "the generator builds)")
     p.add_argument("--strategy", action="append", choices=("unfused", "smem", "dsm", "best"),
                    help="whose plan to write (repeatable; default best: the fastest simulated of the three)")
     add_rank(p)
@@ -64,23 +67,46 @@ def _plan_for(ch, hw, strategy: str, source: str, rank: str = "simulated", file:
     return min(pool, key=rough_time_us), "hand"
 
 
+def _plans(args: argparse.Namespace, hw) -> list[tuple[object, object, str]]:
+    """(chain, plan, source) to write: each --plan file (checked against the hardware and the generator), or the
+    planner's (or the hand enumeration's) plan per case and strategy of the workload."""
+    from fusesim.capability import can_build
+    from fusesim.plancheck import load_plan
+
+    if args.plan:
+        if args.workload or args.case or args.strategy:
+            flag = "workload" if args.workload else "--case" if args.case else "--strategy"
+            raise InputError("<command line>", flag, "give a workload with --case, or --plan files, not both")
+        out = []
+        for path in args.plan:
+            plan = load_plan(path, hw)
+            ok, why = can_build(plan)
+            if not ok:
+                raise InputError(path, "plan", f"the generator cannot build this plan: {why}", case=plan.case_id)
+            out.append((plan.chain, plan, "file"))
+        return out
+    if not args.workload or not args.case:
+        raise InputError("<command line>", "workload" if not args.workload else "--case",
+                         "give a workload file and --case ID (or --plan files)")
+    wl = workload_arg(args.workload)
+    return [(ch, *_plan_for(ch, hw, strategy, args.plans, args.rank, args.workload))
+            for ch in wl.select(args.case) for strategy in dict.fromkeys(args.strategy or ["best"])]
+
+
 def run(args: argparse.Namespace) -> int:
     from fusesim.codegen import generate
     from fusesim.codegen.build import write_source
     from fusesim.codegen.harness import write_harness
 
-    wl = workload_arg(args.workload)
     hw = hardware_arg(args.hw)
     out = Path(args.out)
     check_writable(out, "--out", folder=True)
     made, names = [], set()
-    for ch in wl.select(args.case):
-        for strategy in dict.fromkeys(args.strategy or ["best"]):
-            plan, source = _plan_for(ch, hw, strategy, args.plans, args.rank, args.workload)
-            src = generate(plan)
-            if src.name not in names:  # best is one of the others: write it once
-                names.add(src.name)
-                made.append((ch, plan, source, src))
+    for ch, plan, source in _plans(args, hw):
+        src = generate(plan)
+        if src.name not in names:  # best is one of the others: write it once
+            names.add(src.name)
+            made.append((ch, plan, source, src))
     written = []
     try:
         for ch, plan, source, src in made:
