@@ -13,6 +13,87 @@ from fusesim.capability import fused_smem_bytes
 from fusesim.errors import InputError
 from fusesim.hardware import Hardware
 from fusesim.plan import LEVELS, STRATEGIES, TENSORS, Plan
+from fusesim.workload import DTYPE_BYTES, MAX_DIM, MAX_TENSOR_ELEMS
+
+KINDS = ("ffn", "gated_ffn", "gemm_chain", "conv_chain")
+ACTIVATIONS = ("relu", "gelu", "silu", "none")
+
+
+def _chain_problems(plan: Plan, bad) -> None:
+    """The chain a plan file carries, as a workload file's case would be checked."""
+    ch = plan.chain
+    if plan.case_id != ch.case_id:
+        bad("case_id", f"{plan.case_id!r} but the chain's case_id is {ch.case_id!r}")
+    if ch.kind not in KINDS:
+        bad("chain.kind", f"unknown kind {ch.kind!r} (one of {', '.join(KINDS)})")
+    if ch.dtype not in DTYPE_BYTES:
+        bad("chain.dtype", f"unknown dtype {ch.dtype!r} (one of {', '.join(DTYPE_BYTES)})")
+    if ch.activation not in ACTIVATIONS:
+        bad("chain.activation", f"unknown activation {ch.activation!r} (one of {', '.join(ACTIVATIONS)})")
+    if ch.gated != (ch.kind == "gated_ffn"):
+        bad("chain.gated", f"gated is {ch.gated} for a {ch.kind} chain")
+    if ch.kind != "conv_chain" and ch.conv is not None:
+        bad("chain.conv", f"a {ch.kind} chain has no conv geometry")
+    for name in ("m", "n", "k", "l"):
+        if getattr(ch, name) > MAX_DIM:
+            bad(f"chain.{name}", f"{getattr(ch, name)} exceeds {MAX_DIM}")
+    for name, elems in (("m*k", ch.m * ch.k), ("k*n", ch.k * ch.n), ("m*n", ch.m * ch.n), ("n*l", ch.n * ch.l),
+                        ("m*l", ch.m * ch.l)):
+        if elems > MAX_TENSOR_ELEMS:
+            bad(f"chain.{name}", f"tensor of {elems} elements exceeds the 2^31-1 element limit")
+
+
+def _kernels_problems(plan: Plan, bad) -> None:
+    """What a plan states twice (top level and per kernel) agrees, and the kernels are the strategy's."""
+    ch, cl, t = plan.chain, plan.cluster, plan.tiles
+    ops = [k.op for k in plan.kernels]
+    if plan.strategy == "unfused":
+        if ops != ["gemm0", "gemm1"]:
+            bad("kernels", f"an unfused plan launches gemm0 then gemm1 (got {', '.join(ops) or 'none'})")
+            return
+        if (plan.grid_m, plan.n_split, plan.n_passes) != (0, 1, 1):
+            bad("grid_m", f"an unfused plan has grid_m 0, n_split 1, n_passes 1 (its kernels carry the grids); "
+                f"got {plan.grid_m}, {plan.n_split}, {plan.n_passes}")
+        for i, (k, cols) in enumerate(zip(plan.kernels, (ch.n, ch.l), strict=True)):
+            tiles = -(-ch.m // max(k.tiles.block_m, 1)) * (cols // max(k.tiles.block_n, 1))
+            if tiles < 1 or k.grid_blocks % tiles:
+                bad(f"kernels[{i}].grid_blocks", f"{k.grid_blocks} blocks is not a whole number of passes over "
+                    f"the {tiles} output tiles of {k.op}")
+        return
+    if plan.strategy not in ("smem", "dsm"):
+        return
+    if ops != ["fused"]:
+        bad("kernels", f"a fused plan launches one kernel with op 'fused' (got {', '.join(ops) or 'none'})")
+        return
+    k = plan.kernels[0]
+    for field, mine, top in (("stages", k.stages, plan.stages), ("threads", k.threads, plan.threads),
+                             ("cluster_size", k.cluster_size, cl.size)):
+        if mine != top:
+            bad(f"kernels[0].{field}", f"{mine}, but the plan says {top}")
+    if k.tiles != t:
+        bad("kernels[0].tiles", "differ from the plan's tiles")
+    if plan.threads < 32:
+        bad("threads", f"{plan.threads} threads: need at least one warp")
+    if not out_of_range(plan) and not plan.dsm_comm == _expected_steps(plan):
+        bad("dsm_comm", "does not match the steps the plan's cluster, tiles, passes and split imply "
+            "(fusesim.planner.dsm_comm.dsm_steps; hand-edit the shape, not the steps)")
+
+
+def out_of_range(plan: Plan) -> bool:
+    """Shapes too broken to derive dsm_comm steps from (reported by the other checks)."""
+    c, t = plan.cluster, plan.tiles
+    return (min(c.m, c.n, c.k, c.l, t.block_m, t.block_n, t.block_k, t.block_l, plan.n_passes, plan.n_split) < 1
+            or not c.is_consistent())
+
+
+def _expected_steps(plan: Plan) -> tuple:
+    from fusesim.planner.dsm_comm import dsm_steps
+
+    try:
+        return dsm_steps(plan.cluster, plan.tiles, plan.n_passes, plan.n_split, plan.gated_mode,
+                         DTYPE_BYTES.get(plan.chain.dtype, 2))
+    except (ValueError, ZeroDivisionError, KeyError):
+        return ()
 
 
 def plan_problems(plan: Plan, hw: Hardware) -> list[tuple[str, str]]:
@@ -22,6 +103,10 @@ def plan_problems(plan: Plan, hw: Hardware) -> list[tuple[str, str]]:
 
     def bad(field: str, msg: str) -> None:
         out.append((field, msg))
+
+    _chain_problems(plan, bad)
+    if out:
+        return out
 
     if plan.strategy not in STRATEGIES:
         bad("strategy", f"unknown strategy {plan.strategy!r}")
@@ -100,6 +185,8 @@ def plan_problems(plan: Plan, hw: Hardware) -> list[tuple[str, str]]:
             if need > hw.smem_per_block_bytes:
                 bad("stages", f"{plan.stages} stages: the kernel's SMEM layout needs {need} B, more than "
                     f"{hw.smem_per_block_bytes} B per block")
+    if not out:  # the shape is valid: what it states twice agrees, its kernels and dsm_comm are the shape's
+        _kernels_problems(plan, bad)
     return out
 
 
@@ -123,6 +210,12 @@ def load_plan(path: str, hw: Hardware) -> Plan:
     raw = read_mapping(path)
     if "plan" in raw and isinstance(raw["plan"], dict):
         raw = raw["plan"]
+    if "cases" in raw and "chain" not in raw:
+        raise InputError(path, None, "a workload file (it has cases), not a plan: plan files are what codegen writes "
+                         "beside each kernel (NAME.plan.json), or one `plan` entry of `fusesim plan --format json`")
+    key = _unknown_key(raw)
+    if key is not None:
+        raise InputError(path, key[0], key[1], case=str(raw.get("case_id", "")) or None)
     try:
         plan = Plan.from_dict(raw)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -135,6 +228,52 @@ def load_plan(path: str, hw: Hardware) -> Plan:
             raise InputError(path, f"chain.{name}", "must be a positive integer", case=plan.case_id)
     check_plan(plan, hw, path)
     return plan
+
+
+def _unknown_key(raw: dict) -> tuple[str, str] | None:
+    """(field, message) for the first key a plan file has that Plan does not (a typo like `stage` would be
+    ignored), or a required key it lacks."""
+    import dataclasses
+
+    from fusesim.plan import ClusterShape, DsmStep, Kernel, Placement, Schedule, Tiles
+    from fusesim.workload import Chain, ConvGeom
+
+    def names(cls) -> set[str]:
+        return {f.name for f in dataclasses.fields(cls)}
+
+    def required(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+
+    def check(d: object, cls, where: str, extra: set[str] = frozenset()) -> tuple[str, str] | None:
+        if not isinstance(d, dict):
+            return (where or "plan", f"must be a mapping (got {type(d).__name__})")
+        for k in d:
+            if k not in names(cls) | extra:
+                return (f"{where}.{k}" if where else str(k), "unknown key")
+        for k in required(cls):
+            if k not in d:
+                return (f"{where}.{k}" if where else k, "missing")
+        return None
+
+    nested = {"chain": Chain, "schedule": Schedule, "cluster": ClusterShape, "tiles": Tiles, "placement": Placement}
+    found = check(raw, Plan, "", {"buildable", "notes"} & set(raw))
+    for name, cls in nested.items():
+        extra = {"shuffle", "reduce", "size"} if name == "cluster" else set()
+        found = found or check(raw[name], cls, name, extra)
+    conv = raw["chain"].get("conv") if isinstance(raw.get("chain"), dict) else None
+    if not found and conv is not None:
+        found = check(conv, ConvGeom, "chain.conv")
+    for list_name, cls in (("dsm_comm", DsmStep), ("kernels", Kernel)):
+        items = raw.get(list_name)
+        if not isinstance(items, list):
+            found = found or (list_name, "must be a list")
+            continue
+        for i, item in enumerate(items):
+            found = found or check(item, cls, f"{list_name}[{i}]")
+            if not found and list_name == "kernels":
+                found = check(item["tiles"], Tiles, f"kernels[{i}].tiles")
+    return found
 
 
 def _type_problem(obj: object, prefix: str) -> tuple[str, str] | None:

@@ -7,8 +7,9 @@ import pytest
 
 from fusesim.errors import InputError
 from fusesim.hardware import load_hardware
-from fusesim.plan import ClusterShape, DsmStep, Kernel, Placement, Plan, Schedule, Tiles
+from fusesim.plan import ClusterShape, Kernel, Placement, Plan, Schedule, Tiles
 from fusesim.plancheck import check_plan, load_plan, plan_problems
+from fusesim.planner.dsm_comm import dsm_steps
 from fusesim.workload import Chain
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,7 +24,7 @@ def dsm_plan(**kw) -> Plan:
         case_id="G4", chain=chain, strategy="dsm", schedule=Schedule("MNLK", "MN"),
         cluster=ClusterShape(1, 4, 1, 4), tiles=tiles, grid_m=2, n_split=3, n_passes=2, stages=3,
         threads=256, instruction="mma_sync", gated_mode="none", placement=Placement(C="dsm"),
-        dsm_comm=(DsmStep("dsm_shuffle", "ring", 4, 2, 3 * 64 * 128 * 2, "dsm"),),
+        dsm_comm=dsm_steps(ClusterShape(1, 4, 1, 4), tiles, 2, 3, "none", 2),
         kernels=(Kernel("fused", "fused", 24, 4, 256, 150_000, tiles, 3),),
     )
     base.update(kw)
@@ -71,8 +72,9 @@ def test_load_plan_type_errors(tmp_path: Path) -> None:
         load_plan(str(p), H100)
     assert ei.value.field == "tiles.block_n"
     p.write_text(json.dumps({"strategy": "dsm"}))
-    with pytest.raises(InputError, match="not a plan"):
+    with pytest.raises(InputError, match="missing") as ei:
         load_plan(str(p), H100)
+    assert ei.value.field == "case_id"
     p.write_text(dsm_plan().to_json())
     assert load_plan(str(p), H100) == dsm_plan()
 
@@ -100,3 +102,49 @@ def test_stages_beyond_smem_named_even_with_the_recorded_size_unchanged() -> Non
     deep = plan.with_(stages=40)  # kernels[0].smem_bytes still the 6-stage layout's
     assert deep.kernels[0].smem_bytes == plan.kernels[0].smem_bytes
     assert [f for f, _ in plan_problems(deep, H100)] == ["stages"]
+
+
+def _edit(d: dict, path: str, value) -> dict:
+    node = d
+    *parents, last = path.split(".")
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+    return d
+
+
+@pytest.mark.parametrize("strategy,path,value,field", [
+    ("dsm", "stages", 2, "kernels[0].stages"),  # codegen read the top level, the simulator the kernel's
+    ("dsm", "kernels.0.cluster_size", 4, "kernels[0].cluster_size"),
+    ("dsm", "threads", 0, "kernels[0].threads"),
+    ("dsm", "dsm_comm", [], "dsm_comm"),  # the simulator trusted the steps, the generator ignores them
+    ("dsm", "dsm_comm.0.bytes_per_block", 10**12, "dsm_comm"),
+    ("dsm", "stage", 2, "stage"),  # a typo was ignored
+    ("dsm", "dsm_comm.0.foo", 1, "dsm_comm[0].foo"),
+    ("dsm", "case_id", "X9", "case_id"),
+    ("dsm", "chain.dtype", "fp8", "chain.dtype"),  # the simulator raised KeyError
+    ("dsm", "chain.activation", "banana", "chain.activation"),
+    ("dsm", "chain.gated", True, "chain.gated"),
+    ("dsm", "chain.m", 2**40, "chain.m"),  # past the element limit workload files get
+    ("unfused", "kernels.0.grid_blocks", 999, "kernels[0].grid_blocks"),  # the simulator raised IndexError
+    ("unfused", "grid_m", -3, "grid_m"),
+    ("smem", "strategy", "unfused", "kernels"),  # the cost model raised on unpacking the kernels
+])
+def test_hand_edits_that_make_a_plan_inconsistent_are_named(tmp_path: Path, strategy: str, path: str, value,
+                                                            field: str) -> None:
+    from fusesim.planner import plan_case
+    from fusesim.workload import load_workload
+
+    h200 = load_hardware(ROOT / "hw_configs" / "h200.yaml")
+    chain = load_workload(ROOT / "workloads" / "paper_gemm_chains.yaml").select(["G2"])[0]
+    plan = plan_case(chain, h200, strategies=(strategy,), top_k=1).plans[strategy][0].plan
+    p = tmp_path / "plan.json"
+    p.write_text(json.dumps(_edit(json.loads(plan.to_json()), path, value)))
+    with pytest.raises(InputError) as ei:
+        load_plan(str(p), h200)
+    assert ei.value.field == field, ei.value
+    p.write_text(plan.to_json())
+    assert load_plan(str(p), h200) == plan
