@@ -102,6 +102,9 @@ def test_validate_says_when_the_kernels_ran_on_several_gpus(tmp_path: Path) -> N
     one = subprocess.run([sys.executable, "-m", "fusesim", "validate", "--measured", str(tmp_path / "a.json"),
                           "--hw", "h200"], capture_output=True, text=True, cwd=ROOT)
     assert one.returncode == 0 and "note:" not in one.stdout
+    other = subprocess.run([sys.executable, "-m", "fusesim", "validate", "--measured", str(tmp_path / "b.json"),
+                            "--hw", "h200"], capture_output=True, text=True, cwd=ROOT)
+    assert other.returncode == 0 and "note: the kernels were measured on NVIDIA H100 80GB HBM3, scored on h200" in other.stdout
 
 
 def test_validate_missing_folder_exit_2(tmp_path: Path) -> None:

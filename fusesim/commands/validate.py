@@ -55,15 +55,20 @@ def run(args: argparse.Namespace) -> int:
                 title=f"predicted ({hw.name}) vs measured"))
     print()
     gpus = Counter(r.gpu or "a GPU the file does not name" for r in rows)
+    part = hw.name.split("_")[0].lower()  # h200_calibrated -> h200: the part a hardware file describes
     if len(gpus) > 1:  # e.g. results/h200/ holds the H100 runs (*_h100*) beside the H200's
         print(f"note: the kernels were measured on {len(gpus)} GPUs, all scored on {hw.name}: "
               + "; ".join(f"{g} {n:,}" for g, n in gpus.most_common())
               + " (a glob narrows --measured, e.g. 'results/h200/final11_*')")
+    elif gpus and part not in next(iter(gpus)).lower() and rows[0].gpu:
+        print(f"note: the kernels were measured on {next(iter(gpus))}, scored on {hw.name}")
     s = summary
     if s["kernels"]:
         print(f"kernels {s['kernels']}  MAPE {100 * s['mape']:.1f}%  Pearson {s['pearson']:.3f}  "
               f"within-case Spearman {s['spearman_within_case_mean'] if s['spearman_within_case_mean'] is None else round(s['spearman_within_case_mean'], 3)}  "
-              f"predicted-best within 3%: {s['best_within_3pct']}")
+              "predicted-best within 3%: " + ("-" if s["best_within_3pct"] is None else
+                                              f"{round(s['best_within_3pct'] * s['cases_with_ranking'])} of "
+                                              f"{s['cases_with_ranking']} cases"))
         for name, c in s["counters"].items():
             print(f"  {name}: {c['kernels']} kernels, mean |err| {100 * c['mean_abs_err']:.1f}%, max {100 * c['max_abs_err']:.1f}%")
     return 0
