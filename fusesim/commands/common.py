@@ -19,7 +19,8 @@ def add_rank(p: argparse.ArgumentParser) -> None:
     """`--rank`: which plan of a strategy the command takes (planner.search.plan_case(rank=))."""
     p.add_argument("--rank", choices=("simulated", "cost"), default="simulated",
                    help="a strategy's plan: its fastest simulated candidate of those 'best' simulates (default), "
-                        "or the cost model's top one (the paper's Algorithm 2 alone; faster, cruder)")
+                        "or the cost model's top one (the paper's Algorithm 2 alone; faster, cruder); 'best' itself "
+                        "is always the fastest simulated plan over the three, whatever --rank says")
 
 
 def add_format(p: argparse.ArgumentParser) -> None:

@@ -13,7 +13,7 @@ from fusesim.yamlio import read_mapping
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("show", help="validate and show a workload, hardware or plan file")
-    p.add_argument("file", help="workload or hardware YAML")
+    p.add_argument("file", help="workload or hardware YAML, or a plan file (JSON or YAML; checked against --hw)")
     p.add_argument("--hw", help="hardware YAML for the roofline floor of each case (default h100_sxm)")
     add_format(p)
     p.set_defaults(func=run)

@@ -33,8 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("simulate", help="simulate the planned kernels of workload cases on a hardware description")
     p.add_argument("workload", nargs="*", help="workload YAML(s) (e.g. workloads/paper_gemm_chains.yaml)")
     p.add_argument("--plan", action="append", metavar="PLAN.json",
-                   help="simulate this plan file instead of planning (repeatable; as written by `fusesim plan "
-                        "--format json`, `fusesim codegen` or by hand; checked against --hw first)")
+                   help="simulate this plan file instead of planning (repeatable; codegen's NAME.plan.json, one "
+                        "`plan` entry of `fusesim plan --format json` saved alone, or by hand; checked against --hw "
+                        "first)")
     add_hw(p)
     p.add_argument("--case", action="append", metavar="ID", help="only these case ids (repeatable)")
     p.add_argument("--strategy", choices=STRATEGY_CHOICES, action="append",
