@@ -438,3 +438,17 @@ def test_l2_rates_rule_caps_the_reduction_rates_at_a_swept_l2_bandwidth() -> Non
     assert slow.l2_row_reduction_bandwidth_gbps == 2000 and "l2_rates" in slow.provenance["l2_row_reduction_bandwidth_gbps"]
     assert slow.l2_reduction_bandwidth_gbps == full.l2_reduction_bandwidth_gbps < 2000  # below the cap: as measured
     assert full.l2_row_reduction_bandwidth_gbps > 2000 and "l2_rates" not in full.provenance["l2_row_reduction_bandwidth_gbps"]
+
+
+def test_another_sweep_into_the_same_out_is_refused(tmp_path: Path) -> None:
+    """Rows of two sweeps in one file mixed in its plots, and the sidecar described only the last."""
+    out = tmp_path / "r.csv"
+    run_sweep(small_spec(name="first"), out, progress=False)
+    rows = out.read_text()
+    with pytest.raises(InputError) as ei:
+        run_sweep(small_spec(name="second"), out, progress=False)
+    assert ei.value.field == "--out" and "'first'" in str(ei.value)
+    with pytest.raises(InputError):
+        run_sweep(small_spec(name="first", evaluator="test_sweep:failing_on_g2"), out, progress=False)
+    assert out.read_text() == rows
+    assert run_sweep(small_spec(name="first"), out, progress=False).computed == 0

@@ -79,6 +79,12 @@ def run_sweep(spec: SweepSpec, out: str | Path | None = None, *, jobs: int = 1, 
     store = ResultStore(out_path, columns)
     done = store.open(retry_errors=retry_errors)
     meta_before = _previous_meta(out_path) if done else {}
+    before = meta_before.get("spec") if isinstance(meta_before.get("spec"), dict) else {}
+    for key in ("name", "evaluator"):  # rows of another sweep would share the file, its plots and its sidecar
+        if before.get(key) not in (None, getattr(spec, key)):
+            store.close()
+            raise InputError(str(out_path), "--out", f"already holds the rows of a sweep with {key} "
+                             f"{before[key]!r}; this one ({getattr(spec, key)!r}) needs its own --out")
     previous = sorted({v for v in [meta_before.get("code_version"), *meta_before.get("code_versions", [])]
                        if isinstance(v, str)})
     t0 = time.perf_counter()
