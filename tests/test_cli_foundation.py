@@ -261,3 +261,9 @@ def test_a_plan_file_round_trips_through_simulate_and_codegen(tmp_path: Path) ->
     assert (again / cu.name).read_text() == cu.read_text()
     both = cli("simulate", "workloads/paper_gemm_chains.yaml", "--plan", str(plan_file), "--hw", "h200")
     assert both.returncode == 2 and "not both" in both.stderr
+    other = json.loads(plan_file.read_text())
+    other["chain"]["m"] = 100  # another problem under the same case id: its speedup would compare the two
+    other_file = tmp_path / "m100.json"
+    other_file.write_text(json.dumps(other))
+    mixed = cli("simulate", "--plan", str(plan_file), "--plan", str(other_file), "--hw", "h200")
+    assert mixed.returncode == 2 and "m100.json: case G2: field chain" in mixed.stderr

@@ -58,6 +58,12 @@ def _plan_jobs(args: argparse.Namespace, hw: Any) -> list[tuple[Any, str, Any]]:
         if value:
             raise InputError("<command line>", flag, "selects among a workload's cases; a plan file is one plan")
     plans = [load_plan(path, hw) for path in args.plan]
+    chains: dict[str, tuple[Any, str]] = {}  # the rows' speedups are keyed by case id: one chain per id
+    for path, p in zip(args.plan, plans, strict=True):
+        seen = chains.setdefault(p.case_id, (p.chain, path))
+        if seen[0] != p.chain:
+            raise InputError(path, "chain", f"case {p.case_id!r} has another shape in {seen[1]}: give the plans of "
+                             "different problems different case_ids", case=p.case_id)
     return [(p.chain, p.strategy, p) for p in plans]
 
 
