@@ -74,12 +74,12 @@ def _kernels_problems(plan: Plan, bad) -> None:
         bad("kernels[0].tiles", "differ from the plan's tiles")
     if plan.threads < 32:
         bad("threads", f"{plan.threads} threads: need at least one warp")
-    if not out_of_range(plan) and not plan.dsm_comm == _expected_steps(plan):
+    if not _out_of_range(plan) and plan.dsm_comm != _expected_steps(plan):
         bad("dsm_comm", "does not match the steps the plan's cluster, tiles, passes and split imply "
             "(fusesim.planner.dsm_comm.dsm_steps; hand-edit the shape, not the steps)")
 
 
-def out_of_range(plan: Plan) -> bool:
+def _out_of_range(plan: Plan) -> bool:
     """Shapes too broken to derive dsm_comm steps from (reported by the other checks)."""
     c, t = plan.cluster, plan.tiles
     return (min(c.m, c.n, c.k, c.l, t.block_m, t.block_n, t.block_k, t.block_l, plan.n_passes, plan.n_split) < 1
@@ -257,7 +257,7 @@ def _unknown_key(raw: dict) -> tuple[str, str] | None:
         return None
 
     nested = {"chain": Chain, "schedule": Schedule, "cluster": ClusterShape, "tiles": Tiles, "placement": Placement}
-    found = check(raw, Plan, "", {"buildable", "notes"} & set(raw))
+    found = check(raw, Plan, "")
     for name, cls in nested.items():
         extra = {"shuffle", "reduce", "size"} if name == "cluster" else set()
         found = found or check(raw[name], cls, name, extra)
