@@ -452,3 +452,22 @@ def test_another_sweep_into_the_same_out_is_refused(tmp_path: Path) -> None:
         run_sweep(small_spec(name="first", evaluator="test_sweep:failing_on_g2"), out, progress=False)
     assert out.read_text() == rows
     assert run_sweep(small_spec(name="first"), out, progress=False).computed == 0
+
+
+def test_plot_of_a_strategy_the_sweep_did_not_run_is_refused(tmp_path: Path) -> None:
+    from fusesim.report.sweepplots import plot_sweep
+
+    out = tmp_path / "r.csv"
+    run_sweep(small_spec(strategies=["unfused", "dsm"]), out, progress=False)
+    plot_sweep(out)  # dsm over unfused: both ran
+    for kw, flag in ((dict(target="smem"), "--target"), (dict(target="dsm", baseline="best"), "--baseline")):
+        with pytest.raises(InputError) as ei:
+            plot_sweep(out, **kw)
+        assert ei.value.field == flag
+
+
+def test_traces_of_rows_done_before_are_announced_missing(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    run_sweep(small_spec(), out, progress=False)
+    s = run_sweep(small_spec(), out, progress=False, traces=tmp_path / "tr")
+    assert s.computed == 0 and any("get no trace" in w for w in s.warnings)

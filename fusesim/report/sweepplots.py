@@ -243,6 +243,12 @@ def plot_sweep(path: str | Path, x: str | None = None, y: str | None = None, tar
     table = load_sweep(path)
     if not table.axes:
         raise InputError(str(path), None, "the sweep varies nothing; nothing to plot against")
+    ran = sorted({str(r.get("strategy")) for r in table.rows if r.get("status") == "ok"})
+    wanted = [("--target", target)] + ([("--baseline", baseline)] if metric == "speedup" else [])
+    for flag, strategy in wanted:  # an empty figure said nothing about why
+        if strategy not in ran:
+            raise InputError(str(path), flag, f"no ok rows of strategy {strategy!r} in this sweep "
+                             f"(it has {', '.join(ran) or 'none'})")
     if x is None:  # nothing chosen: a heatmap of the first two axes when there are two
         x = table.axes[0]
         y = y or (table.axes[1] if len(table.axes) > 1 else None)

@@ -101,6 +101,9 @@ def run_sweep(spec: SweepSpec, out: str | Path | None = None, *, jobs: int = 1, 
         summary = SweepSummary(spec.name, str(out_path), None, total, already,
                                0, executor=executor, workers=jobs, tasks=len(tasks),
                                dropped_torn=store.dropped_torn)
+        if trace_dir and already:
+            summary.warnings.append(f"{already} rows were done before this run and get no trace in {traces} "
+                                    "(traces come from the run that computes a row: use a new --out for all)")
         now = code_version()
         others = [v for v in previous if v != now]
         if others and now and already:
