@@ -119,7 +119,9 @@ def plan_problems(plan: Plan, hw: Hardware) -> list[tuple[str, str]]:
     for name in TENSORS:
         if getattr(plan.placement, name) not in LEVELS:
             bad(f"placement.{name}", f"unknown level {getattr(plan.placement, name)!r}")
-    if min(cl.m, cl.n, cl.k, cl.l) < 1 or not cl.is_consistent():
+    if min(cl.m, cl.n, cl.k, cl.l) < 1:
+        bad("cluster", f"cluster ({cl.m},{cl.n},{cl.k},{cl.l}): every cls_m, cls_n, cls_k, cls_l is at least 1")
+    elif not cl.is_consistent():
         bad("cluster", f"cluster ({cl.m},{cl.n},{cl.k},{cl.l}) needs cls_k | cls_l | cls_n*cls_k")
     if cl.size > hw.max_cluster_size:
         bad("cluster", f"{cl.size} blocks per cluster exceeds {hw.name}'s max_cluster_size {hw.max_cluster_size}")
