@@ -267,3 +267,19 @@ def test_a_plan_file_round_trips_through_simulate_and_codegen(tmp_path: Path) ->
     other_file.write_text(json.dumps(other))
     mixed = cli("simulate", "--plan", str(plan_file), "--plan", str(other_file), "--hw", "h200")
     assert mixed.returncode == 2 and "m100.json: case G2: field chain" in mixed.stderr
+
+
+def test_show_plan_says_whether_the_generator_builds_it(tmp_path: Path) -> None:
+    r = cli("codegen", "workloads/paper_gemm_chains.yaml", "--hw", "h200", "--case", "G2", "--strategy", "dsm",
+            "--no-harness", "--out", str(tmp_path / "cg"))
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(next((tmp_path / "cg").glob("*.plan.json")).read_text())
+    ok = json.loads(cli("show", str(next((tmp_path / "cg").glob("*.plan.json"))), "--hw", "h200",
+                        "--format", "json").stdout)
+    assert ok["valid"] and ok["buildable"] and ok["not_buildable_because"] is None
+    plan["stages"] = 1
+    plan["kernels"][0]["stages"] = 1
+    edited = tmp_path / "one_stage.json"
+    edited.write_text(json.dumps(plan))  # fits SMEM, so valid on the machine; the pipeline needs 2 stages
+    r = cli("show", str(edited), "--hw", "h200")
+    assert r.returncode == 0 and "the generator cannot build it: stages = 1" in r.stdout

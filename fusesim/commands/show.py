@@ -62,14 +62,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _show_plan(path: str, args: argparse.Namespace) -> int:
+    from fusesim.capability import can_build
     from fusesim.plancheck import load_plan
 
     hw = hardware_arg(args.hw or "h100_sxm")
     plan = load_plan(path, hw)
+    builds, why = can_build(plan)  # recomputed: a file's own `buildable` may be stale or hand-edited
     if args.format == "json":
-        print_json({"hw": hw.name, "valid": True, "plan": plan.to_dict()})
+        print_json({"hw": hw.name, "valid": True, "buildable": builds, "not_buildable_because": why or None,
+                    "plan": plan.to_dict()})
         return 0
-    print(f"{plan.case_id}: {plan.summary()} -- valid on {hw.name}")
+    print(f"{plan.case_id}: {plan.summary()} -- valid on {hw.name}; "
+          + ("the generator builds it" if builds else f"the generator cannot build it: {why}"))
     for k in plan.kernels:
         print(f"  kernel {k.name} ({k.op}): {k.grid_blocks} blocks, cluster {k.cluster_size}, {k.threads} threads, "
               f"{k.smem_bytes} B SMEM, {k.stages} stages")
