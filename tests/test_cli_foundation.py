@@ -283,3 +283,16 @@ def test_show_plan_says_whether_the_generator_builds_it(tmp_path: Path) -> None:
     edited.write_text(json.dumps(plan))  # fits SMEM, so valid on the machine; the pipeline needs 2 stages
     r = cli("show", str(edited), "--hw", "h200")
     assert r.returncode == 0 and "the generator cannot build it: stages = 1" in r.stdout
+
+
+def test_roofline_notes_measured_points_from_another_gpu(tmp_path: Path) -> None:
+    from fusesim.stored import read_json
+
+    doc = read_json(ROOT / "results" / "h200" / "final11_paper_gemm_chains.json")
+    doc["cases"] = [c for c in doc["cases"] if c["case"] == "G1"]
+    doc["env"]["gpu"] = "NVIDIA H100 80GB HBM3"
+    (tmp_path / "h100.json").write_text(json.dumps(doc))
+    r = cli("roofline", "workloads/paper_gemm_chains.yaml", "--hw", "h200", "--case", "G1", "--measured",
+            str(tmp_path / "h100.json"), "--out", str(tmp_path / "r.png"))
+    assert r.returncode == 0, r.stderr
+    assert "note: the kernels were measured on NVIDIA H100 80GB HBM3, plotted against h200" in r.stderr

@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from fusesim.hardware import load_hardware
     from fusesim.report import Ceilings, plot_roofline, points_from_rows, roofline_rows, save_png
-    from fusesim.report.measured import load_measured
+    from fusesim.report.measured import gpu_note, load_measured
     from fusesim.report.roofline import measured_points
 
     if not args.out.lower().endswith(".png"):
@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
                         title=f"{wl_name} on {hw.name}: hierarchical roofline ({args.source})")
     save_png(fig, args.out)
     failed = [r for r in rows if r.get("status") == "error"]
+    note = gpu_note([m.gpu for m in measured.items], hw.name, "plotted against") if measured else None
     if args.format == "json":
         print_json({"figure": args.out, "hw": hw.name, "source": args.source,
                     "points": [{"case": p.case, "strategy": p.strategy, "source": p.source, "time_us": p.time_us,
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
                                for p in points + mpoints],
                     "not_placed": [{"case": r["case"], "strategy": r["strategy"], "status": r["status"],
                                     "reason": r.get("error")} for r in rows if r.get("status") != "ok"],
-                    "warnings": measured.warnings if measured else []})
+                    "warnings": (measured.warnings if measured else []) + ([f"note: {note}"] if note else [])})
         return 0
     print(table(["case", "strategy", "source", "time us", "TFLOP/s", "FLOP/B hbm", "FLOP/B l2", "FLOP/B dsm"],
                 [[p.case, p.strategy, p.source, p.time_us, p.tflops, *[p.intensity(lv) or "-" for lv in
@@ -73,5 +74,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"not placed: {r['case']}/{r['strategy']}: {r['status']}: {r.get('error')}", file=sys.stderr)
     for w in (measured.warnings if measured else []):
         print(f"warning: {w} (its points left out; the predictions plotted)", file=sys.stderr)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     print(f"figure: {args.out}")
     return 1 if failed and len(failed) == len(rows) else 0

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-from collections import Counter
 from pathlib import Path
 
 from fusesim.commands.common import add_format, hardware_arg, print_json, table
+from fusesim.report.measured import gpu_note
 from fusesim.yamlio import atomic_write, check_writable
 
 
@@ -54,14 +54,9 @@ def run(args: argparse.Namespace) -> int:
                 [[r.case, r.label, r.measured_us, r.predicted_us, 100 * r.error] for r in rows],
                 title=f"predicted ({hw.name}) vs measured"))
     print()
-    gpus = Counter(r.gpu or "a GPU the file does not name" for r in rows)
-    part = hw.name.split("_")[0].lower()  # h200_calibrated -> h200: the part a hardware file describes
-    if len(gpus) > 1:  # e.g. results/h200/ holds the H100 runs (*_h100*) beside the H200's
-        print(f"note: the kernels were measured on {len(gpus)} GPUs, all scored on {hw.name}: "
-              + "; ".join(f"{g} {n:,}" for g, n in gpus.most_common())
-              + " (a glob narrows --measured, e.g. 'results/h200/final11_*')")
-    elif gpus and part not in next(iter(gpus)).lower() and rows[0].gpu:
-        print(f"note: the kernels were measured on {next(iter(gpus))}, scored on {hw.name}")
+    note = gpu_note([r.gpu for r in rows], hw.name)
+    if note:
+        print(f"note: {note}")
     s = summary
     if s["kernels"]:
         print(f"kernels {s['kernels']}  MAPE {100 * s['mape']:.1f}%  Pearson {s['pearson']:.3f}  "

@@ -13,6 +13,7 @@ Recognised shapes: a list of entries, or a mapping with `results`, `kernels`, `c
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,20 @@ class Measurement:
 class MeasuredSet:
     items: list[Measurement] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+
+
+def gpu_note(gpus: Sequence[str], hw_name: str, verb: str = "scored on") -> str | None:
+    """A line for kernels measured on a GPU the hardware file does not describe, or on several (results/h200/
+    holds the H100 runs, *_h100*, beside the H200's); None when they all ran on the file's part."""
+    counts = Counter(g or "a GPU the file does not name" for g in gpus)
+    part = hw_name.split("_")[0].lower()  # h200_calibrated -> h200
+    if len(counts) > 1:
+        return (f"the kernels were measured on {len(counts)} GPUs, all {verb} {hw_name}: "
+                + "; ".join(f"{g} {n:,}" for g, n in counts.most_common())
+                + " (a glob narrows --measured, e.g. 'results/h200/final11_*')")
+    if counts and all(gpus) and part not in gpus[0].lower():
+        return f"the kernels were measured on {gpus[0]}, {verb} {hw_name}"
+    return None
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
