@@ -8,7 +8,6 @@ import io
 from pathlib import Path
 
 from fusesim.commands.common import add_format, hardware_arg, print_json, table
-from fusesim.report.measured import gpu_note
 from fusesim.yamlio import atomic_write, check_writable
 
 
@@ -23,6 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from fusesim.report.measured import gpu_note  # lazy: fusesim.report pulls in matplotlib
     from fusesim.validate import COUNTERS, join, summarize
 
     hw = hardware_arg(args.hw)
