@@ -9,14 +9,11 @@ plan's unsliced K (the template zero-fills the last k tile, as `capability.fused
 
 from __future__ import annotations
 
-from fusesim.capability import fused_smem_bytes
+from fusesim.capability import fused_smem_bytes, kernel_split
 from fusesim.errors import InputError
 from fusesim.hardware import Hardware
 from fusesim.plan import LEVELS, STRATEGIES, TENSORS, Plan
-from fusesim.workload import DTYPE_BYTES, MAX_DIM, MAX_TENSOR_ELEMS
-
-KINDS = ("ffn", "gated_ffn", "gemm_chain", "conv_chain")
-ACTIVATIONS = ("relu", "gelu", "silu", "none")
+from fusesim.workload import ACTIVATIONS, DTYPE_BYTES, KINDS, MAX_DIM, size_problems
 
 
 def _chain_problems(plan: Plan, bad) -> None:
@@ -37,10 +34,8 @@ def _chain_problems(plan: Plan, bad) -> None:
     for name in ("m", "n", "k", "l"):
         if getattr(ch, name) > MAX_DIM:
             bad(f"chain.{name}", f"{getattr(ch, name)} exceeds {MAX_DIM}")
-    for name, elems in (("m*k", ch.m * ch.k), ("k*n", ch.k * ch.n), ("m*n", ch.m * ch.n), ("n*l", ch.n * ch.l),
-                        ("m*l", ch.m * ch.l)):
-        if elems > MAX_TENSOR_ELEMS:
-            bad(f"chain.{name}", f"tensor of {elems} elements exceeds the 2^31-1 element limit")
+    for name, msg in size_problems(ch):
+        bad(f"chain.{name}", msg)
 
 
 def _kernels_problems(plan: Plan, bad) -> None:
@@ -55,10 +50,9 @@ def _kernels_problems(plan: Plan, bad) -> None:
             bad("grid_m", f"an unfused plan has grid_m 0, n_split 1, n_passes 1 (its kernels carry the grids); "
                 f"got {plan.grid_m}, {plan.n_split}, {plan.n_passes}")
         for i, (k, cols) in enumerate(zip(plan.kernels, (ch.n, ch.l), strict=True)):
-            tiles = -(-ch.m // max(k.tiles.block_m, 1)) * (cols // max(k.tiles.block_n, 1))
-            if tiles < 1 or k.grid_blocks % tiles:
+            if kernel_split(k, ch.m, cols) < 1:
                 bad(f"kernels[{i}].grid_blocks", f"{k.grid_blocks} blocks is not a whole number of passes over "
-                    f"the {tiles} output tiles of {k.op}")
+                    f"the output tiles of {k.op}")
         return
     if plan.strategy not in ("smem", "dsm"):
         return
@@ -72,8 +66,6 @@ def _kernels_problems(plan: Plan, bad) -> None:
             bad(f"kernels[0].{field}", f"{mine}, but the plan says {top}")
     if k.tiles != t:
         bad("kernels[0].tiles", "differ from the plan's tiles")
-    if plan.threads < 32:
-        bad("threads", f"{plan.threads} threads: need at least one warp")
     if not _out_of_range(plan) and plan.dsm_comm != _expected_steps(plan):
         bad("dsm_comm", "does not match the steps the plan's cluster, tiles, passes and split imply "
             "(fusesim.planner.dsm_comm.dsm_steps; hand-edit the shape, not the steps)")
@@ -250,8 +242,9 @@ def _unknown_key(raw: dict) -> tuple[str, str] | None:
     def check(d: object, cls, where: str, extra: set[str] = frozenset()) -> tuple[str, str] | None:
         if not isinstance(d, dict):
             return (where or "plan", f"must be a mapping (got {type(d).__name__})")
+        known = names(cls) | extra
         for k in d:
-            if k not in names(cls) | extra:
+            if k not in known:
                 return (f"{where}.{k}" if where else str(k), "unknown key")
         for k in required(cls):
             if k not in d:

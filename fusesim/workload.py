@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -200,12 +200,22 @@ def lower(case: _CaseBase) -> Chain:
     )
 
 
+KINDS = tuple(get_args(c.model_fields["kind"].annotation)[0] for c in (FfnCase, GatedFfnCase, GemmChainCase,
+                                                                          ConvChainCase))
+ACTIVATIONS = get_args(Activation)
+
+
+def size_problems(chain: Chain) -> list[tuple[str, str]]:
+    """(tensor, message) for each operand over the generated kernels' 32-bit element offsets."""
+    return [(name, f"tensor of {elems} elements exceeds the 2^31-1 element limit")
+            for name, elems in (("m*k", chain.m * chain.k), ("k*n", chain.k * chain.n), ("m*n", chain.m * chain.n),
+                                ("n*l", chain.n * chain.l), ("m*l", chain.m * chain.l))
+            if elems > MAX_TENSOR_ELEMS]
+
+
 def _check_sizes(chain: Chain, file: str) -> None:
-    for name, elems in (("m*k", chain.m * chain.k), ("k*n", chain.k * chain.n), ("m*n", chain.m * chain.n),
-                        ("n*l", chain.n * chain.l), ("m*l", chain.m * chain.l)):
-        if elems > MAX_TENSOR_ELEMS:
-            raise InputError(file, name, f"tensor of {elems} elements exceeds the 2^31-1 element limit",
-                             case=chain.case_id)
+    for name, msg in size_problems(chain)[:1]:
+        raise InputError(file, name, msg, case=chain.case_id)
 
 
 @dataclass(frozen=True)
