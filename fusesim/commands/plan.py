@@ -90,8 +90,11 @@ def _rules_table(entries: list[dict[str, Any]], hw_name: str) -> str:
                 cells.append("-")
                 continue
             c = after[n]
-            cut = 100 * (1 - c / prev) if prev else 0.0
-            cells.append(f"{c:.3g} (-{cut:.1f}%)" if c and cut >= 99.5 else f"{c:.3g} (-{cut:.0f}%)" if prev else "0")
+            if not prev:
+                cells.append("0")
+            else:  # one decimal where a whole percent would round to 100 while plans remain
+                cut = 100 * (1 - c / prev)
+                cells.append(f"{c:.3g} (-{cut:.{1 if c and cut >= 99.5 else 0}f}%)")
             prev = c
         rows.append([e["case"], f"{e['search']['candidates']:.3g}"] + cells
                     + [e["search"]["evaluated"], e["search"]["seconds"]])
