@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--name", help="sweep name (default: adhoc-<hash of the flags>)")
     g.add_argument("--evaluator", help="module:function evaluating one task (default: "
                    "fusesim.sweep.evaluate:evaluate_case_simulated, the plan `fusesim simulate` runs; "
-                   "fusesim.sweep.evaluate:evaluate_case takes the cost model's top plan per strategy, 5-9x more "
+                   "fusesim.sweep.evaluate:evaluate_case takes the cost model's top plan per strategy, 4-9x more "
                    "rows per second; fusesim.sweep.evaluate:evaluate_case_unconstrained lets it pick plans today's "
                    "generator cannot build)")
     sel = p.add_argument_group("selection (also narrows a spec)")

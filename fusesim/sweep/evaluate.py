@@ -8,7 +8,7 @@ makes local and Dask runs give identical files.
 
 - `evaluate_case_simulated` (the default, `spec.DEFAULT_EVALUATOR`): per strategy the plan `fusesim simulate`
   runs (`plan_case(rank="simulated")`: the fastest simulated of the pool `best` simulates).
-- `evaluate_case`: the cost model's best plan per strategy, then its simulation (5-9x more rows per second;
+- `evaluate_case`: the cost model's best plan per strategy, then its simulation (4-9x more rows per second;
   the default until 2026-12-08).
 - `evaluate_case_unconstrained`: the same, with plans today's code generator cannot build allowed
   (hardware what-ifs: wgmma, clusters above 16).

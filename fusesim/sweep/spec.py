@@ -46,7 +46,7 @@ STRATEGY_CHOICES = ("unfused", "smem", "dsm", "best")
 DEFAULT_STRATEGIES = ("unfused", "smem", "dsm")
 # the plan `fusesim simulate` runs at each point (each strategy's fastest simulated of the pool `best` simulates),
 # so a sweep answers as simulate does; the cost model's top plan alone (evaluate_case, the default until
-# 2026-12-08) runs 5-9x more rows per second (benchmarks/sweep.py) but its picks move with the swept field: on
+# 2026-12-08) runs 4-9x more rows per second (benchmarks/sweep.py: 3.7x on Dask, 5.2x with two workers, 8.7x in process) but its picks move with the swept field: on
 # sweeps/dsm_bandwidth_x_cluster.yaml it credited 4x DSM bandwidth with C4 1.92x, where the simulated picks
 # gain 1.12x (README "Sweeps")
 DEFAULT_EVALUATOR = "fusesim.sweep.evaluate:evaluate_case_simulated"
