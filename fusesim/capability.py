@@ -491,11 +491,14 @@ def kernel_regs_per_thread(plan: Plan, kern: Kernel) -> int:
     return kern.regs_per_thread
 
 
+def kernel_blocks_per_sm(hw: Hardware, plan: Plan, kern: Kernel) -> int:
+    """Blocks of the kernel, as launched (its dynamic SMEM request, threads, registers), resident per SM of `hw`."""
+    return hw.blocks_per_sm(kernel_launch_smem_bytes(plan, kern), kern.threads, kernel_regs_per_thread(plan, kern))
+
+
 def kernel_fits_sm(hw: Hardware, plan: Plan, kern: Kernel) -> bool:
     """Whether a block of the kernel, as launched, fits an SM of `hw` (SMEM, threads, registers)."""
-    regs = kernel_regs_per_thread(plan, kern)
-    return (regs <= hw.max_registers_per_thread
-            and hw.blocks_per_sm(kernel_launch_smem_bytes(plan, kern), kern.threads, regs) >= 1)
+    return kernel_regs_per_thread(plan, kern) <= hw.max_registers_per_thread and kernel_blocks_per_sm(hw, plan, kern) >= 1
 
 
 def kernel_split(kern: Kernel, rows: int, cols: int) -> int:

@@ -29,6 +29,7 @@ import simpy
 from simpy.core import EmptySchedule
 
 from fusesim.capability import (
+    kernel_blocks_per_sm,
     kernel_launch_smem_bytes,
     kernel_regs_per_thread,
     kernel_split_shared,
@@ -107,7 +108,7 @@ def _launcher(env: simpy.Environment, gpu: GPU, plan: Plan, log: list[dict[str, 
             if gpu.trace is not None:
                 gpu.trace.host_span("kernel start " + kernel.name, "launch", t0, env.now)
         # dynamic SMEM as launched: gemm_wgmma's second GEMM may ask for over half an SM (capability.gemm_solo_sm)
-        bps = hw.blocks_per_sm(kernel_launch_smem_bytes(plan, kernel), kernel.threads, kernel_regs_per_thread(plan, kernel))
+        bps = kernel_blocks_per_sm(hw, plan, kernel)
         if bps == 0:
             raise ValueError(f"{plan.case_id} {plan.strategy}: kernel {kernel.name} does not fit on an SM "
                              f"({kernel.smem_bytes} B SMEM, {kernel.threads} threads)")
